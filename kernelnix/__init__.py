@@ -1,0 +1,3 @@
+"""kernelnix: build Hub-conforming PyTorch compute kernels with Nix."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,512 @@
+"""Read build.toml of every edition in use into the edition-5 `BuildConfig`.
+
+Detection follows the reference tool: `general.edition = 5` selects edition 5,
+any other edition is an error, and a file without `edition` is read as the
+pre-edition v4 shape, then v3. v4 and v3 files are upgraded in memory with a
+warning; unlike the reference, v3 files load when they carry what edition 5
+needs. Every problem of a file is reported at once.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from kernelnix.config.locate import KeyPath, key_lines, line_of
+from kernelnix.config.model import (
+    FRAMEWORKS,
+    KERNEL_MODELS,
+    MODELS_BY_SHAPE,
+    BuildConfig,
+    Table,
+)
+from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, toml_type_name
+from kernelnix.config.upgrade import upgrade_document
+from kernelnix.diagnostics import Diagnostic, UserError, display_path
+
+BUILD_TOML = "build.toml"
+SUPPORTED_EDITIONS = (5,)
+
+
+@dataclass
+class LoadedConfig:
+    """A validated config plus what the loader noticed on the way."""
+
+    config: BuildConfig
+    path: Path
+    shape: str  # "5", "v4" or "v3": the shape the file was written in
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+
+def format_key_path(path: KeyPath) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            text = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else f'"{part}"'
+            out += f".{text}" if out else text
+    return out
+
+
+class _Reporter:
+    """Builds diagnostics for one file, resolving key paths to lines."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.file = display_path(path)
+        self.text = text
+        self.positions = key_lines(text)
+
+    def at(
+        self, key: KeyPath, message: str, fix: str | None = None, severity: str = "error"
+    ) -> Diagnostic:
+        return Diagnostic(
+            message,
+            file=self.file,
+            key=format_key_path(key) or None,
+            line=line_of(self.positions, key),
+            fix=fix,
+            severity=severity,
+        )
+
+    def source_line(self, key: KeyPath) -> str:
+        line = line_of(self.positions, key)
+        return self.text.splitlines()[line - 1] if line else ""
+
+
+def build_toml_path(directory: Path) -> Path:
+    return directory / BUILD_TOML if directory.is_dir() else directory
+
+
+def read_build_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """The text and the parsed TOML of a build.toml, or a UserError."""
+    where = display_path(path)
+    if not path.exists():
+        parent = display_path(path.parent)
+        raise UserError.single(
+            f"no {BUILD_TOML} in {parent}",
+            file=where,
+            fix="pass the kernel's directory, or create a project with `kernelnix init`",
+        )
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise UserError.single(
+            f"the file is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+            file=where,
+            line=line,
+            fix="build.toml must be a UTF-8 TOML text file",
+        ) from None
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        match = re.search(r"\(at line (\d+), column (\d+)\)", message)
+        line = int(match.group(1)) if match else len(text.splitlines()) or None
+        reason = message[: match.start()].strip() if match else message
+        column = f", column {match.group(2)}" if match else ""
+        raise UserError.single(
+            f"TOML syntax error{column}: {reason}",
+            file=where,
+            line=line,
+            fix="see https://toml.io for the syntax; strings need quotes, tables [brackets]",
+        ) from None
+
+
+def load_config(directory: Path) -> LoadedConfig:
+    """Load and normalize `<directory>/build.toml` (or a build.toml path)."""
+    path = build_toml_path(directory)
+    text, raw = read_build_toml(path)
+    return load_config_text(path, text, raw)
+
+
+def load_config_text(path: Path, text: str, raw: dict[str, Any]) -> LoadedConfig:
+    reporter = _Reporter(path, text)
+    general = raw.get("general")
+    if not isinstance(general, dict):
+        found = "missing" if general is None else f"a {toml_type_name(general)}"
+        raise UserError(
+            [
+                reporter.at(
+                    ("general",),
+                    f"the [general] table is {found}",
+                    fix="start the file with [general] holding name, version, license, backends "
+                    "and edition = 5 (see docs/build-toml.md)",
+                )
+            ]
+        )
+    if "edition" in general:
+        return _load_edition(reporter, raw, general["edition"])
+    return _load_pre_edition(reporter, raw)
+
+
+def _load_edition(reporter: _Reporter, raw: dict[str, Any], edition: object) -> LoadedConfig:
+    key = ("general", "edition")
+    if isinstance(edition, bool) or not isinstance(edition, int):
+        raise UserError(
+            [
+                reporter.at(
+                    key,
+                    f"expected an integer edition, got {toml_type_name(edition)} {edition!r}",
+                    fix="write `edition = 5`",
+                )
+            ]
+        )
+    if edition not in SUPPORTED_EDITIONS:
+        raise UserError(
+            [
+                reporter.at(
+                    key,
+                    f"unsupported build.toml edition {edition}; kernelnix supports edition "
+                    f"{', '.join(map(str, SUPPORTED_EDITIONS))} and pre-edition (v3/v4) files",
+                    fix="write `edition = 5`; a pre-edition file (no `edition` key) can be upgraded "
+                    "with `kernelnix update-build`",
+                )
+            ]
+        )
+    config, errors = _validate(reporter, raw, "5")
+    if errors:
+        raise UserError(errors)
+    assert isinstance(config, BuildConfig)
+    return LoadedConfig(config, reporter_path(reporter), "5", _edition5_warnings(reporter, config))
+
+
+def reporter_path(reporter: _Reporter) -> Path:
+    return Path(reporter.file)
+
+
+def _load_pre_edition(reporter: _Reporter, raw: dict[str, Any]) -> LoadedConfig:
+    _, v4_errors = _validate(reporter, raw, "v4")
+    shape = "v4"
+    if v4_errors:
+        v3, v3_errors = _validate(reporter, raw, "v3")
+        if v3_errors:
+            _, v5_errors = _validate(
+                reporter, {**raw, "general": {**raw["general"], "edition": 5}}, "5"
+            )
+            if len(v5_errors) < len(v4_errors):
+                # Fewer problems as edition 5: the author wrote edition 5 and forgot the key.
+                raise UserError(
+                    [
+                        reporter.at(
+                            ("general",),
+                            "this file uses edition-5 features but has no `edition` key",
+                            fix="add `edition = 5` to the [general] table",
+                        ),
+                        *v5_errors,
+                    ]
+                )
+            raise UserError(v4_errors)
+        shape = "v3"
+        if v3.general.license is None:  # type: ignore[union-attr]
+            raise UserError(
+                [
+                    reporter.at(
+                        ("general",),
+                        "this pre-edition (v3) file has no `license`, which edition 5 requires",
+                        fix='add `license = "Apache-2.0"` (or your kernel\'s license) to [general], '
+                        "then run `kernelnix update-build`",
+                    )
+                ]
+            )
+    upgraded = upgrade_document(copy.deepcopy(raw), shape)
+    config, errors = _validate(reporter, upgraded, "5")
+    if errors:  # the upgrade itself went wrong: a bug, but report it like input
+        raise UserError(errors)
+    assert isinstance(config, BuildConfig)
+    warning = reporter.at(
+        (),
+        f"build.toml uses the pre-edition {shape} format; it was upgraded to edition 5 in memory",
+        fix="run `kernelnix update-build` to write the upgrade (it keeps your comments)",
+        severity="warning",
+    )
+    return LoadedConfig(
+        config, reporter_path(reporter), shape, [warning, *_edition5_warnings(reporter, config)]
+    )
+
+
+def _edition5_warnings(reporter: _Reporter, config: BuildConfig) -> list[Diagnostic]:
+    warnings = []
+    torch = config.torch
+    if torch is not None and isinstance(torch.stable_abi, dict):
+        for backend in torch.stable_abi:
+            if backend not in config.backends:
+                warnings.append(
+                    reporter.at(
+                        ("torch", "stable-abi", backend),
+                        f"stable-abi entry for backend {backend!r}, which is not in "
+                        "general.backends; it is ignored",
+                        fix=f"add {backend!r} to general.backends or drop this entry",
+                        severity="warning",
+                    )
+                )
+    for name, kernel in config.kernel.items():
+        if kernel.backend not in config.backends:
+            warnings.append(
+                reporter.at(
+                    ("kernel", name, "backend"),
+                    f"kernel {name!r} is for backend {kernel.backend!r}, which is not in "
+                    "general.backends; it is not built",
+                    fix=f"add {kernel.backend!r} to general.backends to build it",
+                    severity="warning",
+                )
+            )
+    return warnings
+
+
+# ------------------------------------------------------------ validation
+
+
+def _framework_problems(
+    reporter: _Reporter,
+    raw: dict[str, Any],
+    shape: str,
+) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """Check the framework sections; drop extra ones so they are reported once."""
+    allowed = ("torch", "tvm-ffi") if shape == "v3" else FRAMEWORKS
+    present = [f for f in allowed if f in raw]
+    if len(present) > 1:
+        keep, *extra = present
+        diagnostics = [
+            reporter.at(
+                (name,),
+                f"[{name}] conflicts with [{keep}]: a kernel has exactly one framework section",
+                fix=f"remove [{name}] or [{keep}]",
+            )
+            for name in extra
+        ]
+        return {k: v for k, v in raw.items() if k not in extra}, diagnostics
+    if not present and shape != "v3":
+        return raw, [
+            reporter.at(
+                (),
+                "no framework section: add one of [torch] (compiled kernels), "
+                "[torch-noarch] (Python-only kernels) or [tvm-ffi]",
+                fix="add a [torch] table with src = [...] for a compiled kernel, or an empty "
+                "[torch-noarch] table for a Python-only kernel",
+            )
+        ]
+    return raw, []
+
+
+def _validate(
+    reporter: _Reporter,
+    raw: dict[str, Any],
+    shape: str,
+) -> tuple[Table | None, list[Diagnostic]]:
+    data, problems = _framework_problems(reporter, raw, shape)
+    model = MODELS_BY_SHAPE[shape]
+    try:
+        config = model.model_validate(data, context={"frameworks_checked": True})
+    except ValidationError as exc:
+        problems += [_diagnose(reporter, model, data, err) for err in exc.errors()]
+        return None, _sorted_unique(problems)
+    return (None, problems) if problems else (config, [])
+
+
+def _sorted_unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    return sorted(dict.fromkeys(diagnostics), key=lambda d: d.line or 0)
+
+
+def _clean_loc(loc: tuple[Any, ...]) -> KeyPath:
+    """Pydantic locs carry union tags (`kernel.relu.cuda.src`); drop them."""
+    path = list(loc)
+    if len(path) >= 3 and path[0] == "kernel" and path[2] in KERNEL_BACKENDS:
+        del path[2]
+    return tuple(path)
+
+
+def _diagnose(
+    reporter: _Reporter, model: type[BaseModel], data: dict[str, Any], err: Any
+) -> Diagnostic:
+    loc = _clean_loc(err["loc"])
+    kind = err["type"]
+    value = err.get("input")
+    if kind == "extra_forbidden":
+        return _unknown_key(reporter, model, data, loc)
+    if kind == "missing":
+        return _missing_key(reporter, model, data, loc)
+    if kind in ("union_tag_not_found", "union_tag_invalid"):
+        kernel = loc[:2]
+        found = value.get("backend") if isinstance(value, dict) else None
+        detail = "has no `backend` key" if found is None else f"has backend {found!r}"
+        return reporter.at(
+            (*kernel, "backend"),
+            f"kernel {kernel[-1]!r} {detail}; expected one of: {', '.join(KERNEL_BACKENDS)}",
+            fix='set `backend = "cuda"` (or cpu, metal, rocm, xpu) in the kernel table',
+        )
+    if kind == "literal_error":
+        return _bad_choice(reporter, loc, value, err)
+    if kind == "value_error":
+        message = str(err["ctx"]["error"]) if "ctx" in err else err["msg"]
+        return reporter.at(loc, message, fix=_float_fix(reporter, loc, value))
+    if kind.endswith("_type") or kind in ("model_attributes_type", "dict_type"):
+        expected = _EXPECTED_TYPES.get(kind, kind.removesuffix("_type"))
+        return reporter.at(
+            loc,
+            f"expected {expected}, got {toml_type_name(value)} {value!r}"
+            if not isinstance(value, dict)
+            else f"expected {expected}, got a table",
+            fix=_float_fix(reporter, loc, value),
+        )
+    if kind == "greater_than_equal":
+        return reporter.at(loc, f"expected a non-negative integer, got {value!r}")
+    return reporter.at(loc, err["msg"])
+
+
+_EXPECTED_TYPES = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "bool_type": "a boolean",
+    "list_type": "an array",
+    "dict_type": "a table",
+    "model_type": "a table",
+    "model_attributes_type": "a table",
+}
+
+
+def _float_fix(reporter: _Reporter, loc: KeyPath, value: object) -> str | None:
+    """For `minver = 12.6`, show the quoted spelling from the source line."""
+    if not isinstance(value, float):
+        return None
+    line = reporter.source_line(loc)
+    key = next((p for p in reversed(loc) if isinstance(p, str)), "")
+    literal = re.search(r"=\s*([-+0-9._eE]+)", line) if line.lstrip().startswith(key) else None
+    text = literal.group(1) if literal else repr(value)
+    return f'quote it: {key} = "{text}"'
+
+
+def _bad_choice(reporter: _Reporter, loc: KeyPath, value: object, err: Any) -> Diagnostic:
+    choices = re.findall(r"'([^']*)'", err["ctx"]["expected"]) if "ctx" in err else []
+    if not isinstance(value, str):
+        return reporter.at(
+            loc,
+            f"expected a string, one of: {', '.join(choices)}; got "
+            f"{toml_type_name(value)} {value!r}",
+        )
+    close = difflib.get_close_matches(value.lower(), choices, n=1, cutoff=0.5)
+    what = "backend" if set(choices) <= set(BACKENDS) else "value"
+    if "depends" in loc:
+        what = "dependency"
+    return reporter.at(
+        loc,
+        f"unknown {what} {value!r}; expected one of: {', '.join(choices)}",
+        fix=f"did you mean {close[0]!r}?" if close else None,
+    )
+
+
+# ------------------------------------------------- unknown and missing keys
+
+
+def _model_at(model: type[BaseModel], data: Any, loc: KeyPath) -> type[BaseModel] | None:
+    """The model class that validates the table at `loc` (for listing its keys)."""
+    current: Any = model
+    value = data
+    for part in loc:
+        value = _child(value, part)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            info = _field(current, str(part))
+            if info is None:
+                return None
+            annotation = info.annotation
+        else:
+            annotation = _element_type(current)
+        current = _unwrap(annotation, value)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _child(value: Any, part: str | int) -> Any:
+    if isinstance(value, dict):
+        return value.get(part)
+    if isinstance(value, list) and isinstance(part, int) and part < len(value):
+        return value[part]
+    return None
+
+
+def _field(model: type[BaseModel], key: str) -> Any:
+    return next((f for n, f in model.model_fields.items() if (f.alias or n) == key), None)
+
+
+def _element_type(annotation: Any) -> Any:
+    args = typing.get_args(annotation)
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        return args[0]
+    if origin is dict:
+        return args[1]
+    return None
+
+
+def _unwrap(annotation: Any, value: Any) -> Any:
+    """Strip Optional/Annotated; pick the kernel model of a tagged union by its tag."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(annotation) if a is not type(None)]
+            models = [m for m in members if isinstance(m, type) and issubclass(m, BaseModel)]
+            if models and all("backend" in m.model_fields for m in models):
+                tag = value.get("backend") if isinstance(value, dict) else None
+                return KERNEL_MODELS.get(tag) if isinstance(tag, str) else None
+            annotation = members[0] if len(members) == 1 else (models[0] if models else None)
+        else:
+            return annotation
+
+
+def _keys_of(model: type[BaseModel]) -> list[str]:
+    keys = [f.alias or n for n, f in model.model_fields.items()]
+    return [k for k in keys if k != "backend"] if "backend" in model.model_fields else keys
+
+
+def _unknown_key(
+    reporter: _Reporter, root: type[BaseModel], data: dict[str, Any], loc: KeyPath
+) -> Diagnostic:
+    key = str(loc[-1])
+    parent = _model_at(root, data, loc[:-1]) if loc[:-1] else root
+    valid = _keys_of(parent) if parent else []
+    table = format_key_path(loc[:-1])
+    where = f"[{table}]" if table else "the top level"
+    if not loc[:-1]:
+        valid = ["general", *FRAMEWORKS, "kernel"]
+    message = f"unknown key `{key}` in {where}"
+    if loc[0] == "kernel" and len(loc) == 3:
+        owners = [b for b, m in KERNEL_MODELS.items() if key in _keys_of(m)]
+        if owners:
+            message += f"; `{key}` applies only to {' and '.join(owners)} kernels"
+    hint = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    if not hint and "_" in key and key.replace("_", "-") in valid:
+        hint = [key.replace("_", "-")]
+    fix = f"did you mean `{hint[0]}`? " if hint else ""
+    return reporter.at(loc, message, fix=fix + f"valid keys here: {', '.join(valid)}")
+
+
+def _missing_key(
+    reporter: _Reporter, root: type[BaseModel], data: dict[str, Any], loc: KeyPath
+) -> Diagnostic:
+    key = str(loc[-1])
+    parent = _model_at(root, data, loc[:-1]) if loc[:-1] else root
+    info = _field(parent, key) if parent is not None else None
+    example = info.examples[0] if info is not None and info.examples else None
+    table = format_key_path(loc[:-1])
+    fix = f"add `{key} = {example}` to [{table}]" if example and table else None
+    if not table:
+        fix = f"add a [{key}] table"
+    return reporter.at(
+        loc, f"required key `{key}` is missing" + (f" in [{table}]" if table else ""), fix=fix
+    )

@@ -1,0 +1,193 @@
+"""Value types of build.toml: names, versions, git URLs, capabilities, dependencies.
+
+Each validator raises `ValueError` with a sentence that names the bad value and
+says what was expected; the loader adds the file, key path and line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, get_args
+from urllib.parse import urlsplit
+
+from pydantic import BeforeValidator, Field, PlainSerializer
+
+from kernelnix.version import Version
+
+Backend = Literal["cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
+
+KernelBackend = Literal["cpu", "cuda", "metal", "rocm", "xpu"]
+KERNEL_BACKENDS: tuple[str, ...] = get_args(KernelBackend)
+
+Dependency = Literal[
+    "cutlass_2_10",
+    "cutlass_3_5",
+    "cutlass_3_6",
+    "cutlass_3_8",
+    "cutlass_3_9",
+    "cutlass_4_0",
+    "cutlass_4_4",
+    "cutlass_4_5",
+    "sycl_tla",
+    "metal-cpp",
+    "torch",
+]
+DEPENDENCIES: tuple[str, ...] = get_args(Dependency)
+
+GIT_SCHEMES = ("https", "http", "git", "ssh", "git+ssh", "git+https", "git+http")
+
+_KERNEL_NAME = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
+_CAPABILITY = re.compile(r"(?P<major>\d+)\.(?P<minor>\d+)(?P<suffix>[af]?)(?P<ptx>\+PTX)?")
+_ROCM_ARCH = re.compile(r"gfx[0-9a-f]{3,4}(:(sramecc|xnack)[+-])*")
+_SCP_URL = re.compile(r"(?P<user>[^@/\s]+)@(?P<host>[^:/\s]+):(?P<path>[^\s]+)")
+
+
+def toml_type_name(value: object) -> str:
+    """The TOML word for a parsed value's type, for error messages."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "table"
+    return "date/time"
+
+
+def _require_string(value: object, what: str) -> str:
+    if isinstance(value, float):
+        raise ValueError(
+            f"expected {what} as a quoted string, got the number {value!r} "
+            "(TOML numbers lose trailing zeros: 12.10 reads as 12.1)"
+        )
+    if not isinstance(value, str):
+        raise ValueError(f"expected {what} as a string, got {toml_type_name(value)} {value!r}")
+    return value
+
+
+def parse_version(value: object) -> Version:
+    if isinstance(value, Version):
+        return value
+    text = _require_string(value, "a version")
+    try:
+        return Version.parse(text)
+    except ValueError as exc:
+        raise ValueError(f'invalid version {text!r}: {exc}; expected e.g. "12.6"') from None
+
+
+def check_kernel_name(value: object) -> str:
+    text = _require_string(value, "a kernel name")
+    if not _KERNEL_NAME.fullmatch(text):
+        raise ValueError(
+            f"invalid kernel name {text!r}: a name starts with a lowercase letter, "
+            "contains only lowercase letters, digits and '-', does not end with '-', "
+            "and is at least 2 characters long"
+        )
+    return text
+
+
+def check_git_url(value: object) -> str:
+    text = _require_string(value, "a git URL")
+    scp = _SCP_URL.fullmatch(text)
+    if scp and "://" not in text and not scp.group("path").startswith("/"):
+        return text
+    parts = urlsplit(text)
+    if not parts.scheme or "://" not in text:
+        raise ValueError(
+            f"invalid git URL {text!r}: expected scheme://host/path (e.g. "
+            "https://github.com/org/repo) or user@host:path"
+        )
+    if parts.scheme not in GIT_SCHEMES:
+        raise ValueError(
+            f"unsupported scheme {parts.scheme!r} in git URL {text!r}; "
+            f"expected one of: {', '.join(GIT_SCHEMES)}"
+        )
+    if not parts.netloc or parts.path in ("", "/"):
+        raise ValueError(f"invalid git URL {text!r}: it needs a host and a repository path")
+    return text
+
+
+def check_cuda_capability(value: object) -> str:
+    text = _require_string(value, "a CUDA capability")
+    if not _CAPABILITY.fullmatch(text):
+        raise ValueError(
+            f"invalid CUDA capability {text!r}; expected major.minor with an optional "
+            '\'a\' or \'f\' suffix and optional \'+PTX\', e.g. "8.0", "9.0a", "10.0f", "9.0+PTX"'
+        )
+    return text
+
+
+def check_rocm_arch(value: object) -> str:
+    text = _require_string(value, "a ROCm arch")
+    if not _ROCM_ARCH.fullmatch(text):
+        raise ValueError(
+            f'invalid ROCm arch {text!r}; expected a gfx target such as "gfx90a" or "gfx942"'
+        )
+    return text
+
+
+def parse_capability(text: str) -> tuple[Version, str, bool]:
+    """`9.0a+PTX` -> (Version 9.0, "a", True). Input must already be valid."""
+    match = _CAPABILITY.fullmatch(text)
+    if match is None:
+        raise ValueError(f"invalid CUDA capability {text!r}")
+    version = Version((int(match["major"]), int(match["minor"])))
+    return version, match["suffix"], bool(match["ptx"])
+
+
+def _serialize_version(version: Version) -> str:
+    return str(version)
+
+
+VersionStr = Annotated[
+    Version,
+    BeforeValidator(parse_version),
+    PlainSerializer(_serialize_version, return_type=str),
+]
+KernelName = Annotated[str, BeforeValidator(check_kernel_name)]
+GitUrl = Annotated[str, BeforeValidator(check_git_url)]
+CudaCapability = Annotated[str, BeforeValidator(check_cuda_capability)]
+RocmArch = Annotated[str, BeforeValidator(check_rocm_arch)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+
+
+def parse_stable_abi(value: Any) -> Version | dict[str, Version]:
+    """`"2.11"` (all backends) or `{cuda = "2.11", cpu = "2.12"}` (per backend)."""
+    if isinstance(value, dict):
+        table: dict[str, Version] = {}
+        for backend, version in value.items():
+            if backend not in BACKENDS:
+                raise ValueError(
+                    f"unknown backend {backend!r} in the stable-abi table; "
+                    f"expected backends among: {', '.join(BACKENDS)}"
+                )
+            try:
+                table[backend] = parse_version(version)
+            except ValueError as exc:
+                raise ValueError(f"stable-abi.{backend}: {exc}") from None
+        return table
+    if isinstance(value, (str, float, Version)):
+        return parse_version(value)
+    raise ValueError(
+        'expected a Torch version string (e.g. "2.11") or a table of backend = version, '
+        f"got {toml_type_name(value)} {value!r}"
+    )
+
+
+def _serialize_stable_abi(value: Version | dict[str, Version]) -> str | dict[str, str]:
+    if isinstance(value, Version):
+        return str(value)
+    return {backend: str(version) for backend, version in value.items()}
+
+
+StableAbi = Annotated[
+    Version | dict[str, Version],
+    BeforeValidator(parse_stable_abi),
+    PlainSerializer(_serialize_stable_abi),
+]
