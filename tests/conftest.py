@@ -1,0 +1,43 @@
+"""Shared test fixtures: golden files, the examples, offline Hub settings."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite golden files from the current output instead of comparing",
+    )
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
+    """`golden("emit/relu.nix", text)`: compare text with tests/golden/<name>.
+
+    Golden files change only with `pytest --update-golden`.
+    """
+    update = request.config.getoption("--update-golden")
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN / name
+        if update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            return
+        assert path.exists(), f"missing golden file {path}; run pytest --update-golden"
+        assert text == path.read_text(), f"output differs from {path}; see the diff above"
+
+    return check
