@@ -46,6 +46,10 @@ class Version:
     def minor(self) -> int:
         return self.parts[1] if len(self.parts) > 1 else 0
 
+    def descending(self) -> tuple[int, ...]:
+        """Sort key that puts newer versions first (trailing zeros do not matter)."""
+        return tuple(-p for p in (*self.parts, 0, 0, 0, 0)[:4])
+
     def major_minor(self) -> str:
         """`2.13`, `12.0`: always two components, as variant tables write them."""
         return f"{self.major}.{self.minor}"

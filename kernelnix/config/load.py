@@ -33,7 +33,7 @@ from kernelnix.config.model import (
     BuildConfig,
     Table,
 )
-from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, toml_type_name
+from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError, toml_type_name
 from kernelnix.config.upgrade import upgrade_document
 from kernelnix.diagnostics import Diagnostic, UserError, display_path
 
@@ -103,7 +103,8 @@ def read_build_toml(path: Path) -> tuple[str, dict[str, Any]]:
         )
     data = path.read_bytes()
     try:
-        text = data.decode("utf-8")
+        # A UTF-8 byte-order mark is allowed, as upstream allows it.
+        text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise UserError.single(
@@ -139,12 +140,16 @@ def load_config_text(path: Path, text: str, raw: dict[str, Any]) -> LoadedConfig
     reporter = _Reporter(path, text)
     general = raw.get("general")
     if not isinstance(general, dict):
-        found = "missing" if general is None else f"a {toml_type_name(general)}"
+        found = (
+            "the [general] table is missing"
+            if general is None
+            else f"`general` must be a table, not {_a(toml_type_name(general))}"
+        )
         raise UserError(
             [
                 reporter.at(
                     ("general",),
-                    f"the [general] table is {found}",
+                    found,
                     fix="start the file with [general] holding name, version, license, backends "
                     "and edition = 5 (see docs/build-toml.md)",
                 )
@@ -174,8 +179,8 @@ def _load_edition(reporter: _Reporter, raw: dict[str, Any], edition: object) -> 
                     key,
                     f"unsupported build.toml edition {edition}; kernelnix supports edition "
                     f"{', '.join(map(str, SUPPORTED_EDITIONS))} and pre-edition (v3/v4) files",
-                    fix="write `edition = 5`; a pre-edition file (no `edition` key) can be upgraded "
-                    "with `kernelnix update-build`",
+                    fix="write `edition = 5`; a pre-edition file (no `edition` key) can be "
+                    "upgraded with `kernelnix update-build`",
                 )
             ]
         )
@@ -219,8 +224,8 @@ def _load_pre_edition(reporter: _Reporter, raw: dict[str, Any]) -> LoadedConfig:
                     reporter.at(
                         ("general",),
                         "this pre-edition (v3) file has no `license`, which edition 5 requires",
-                        fix='add `license = "Apache-2.0"` (or your kernel\'s license) to [general], '
-                        "then run `kernelnix update-build`",
+                        fix='add `license = "Apache-2.0"` (or your kernel\'s license) to '
+                        "[general], then run `kernelnix update-build`",
                     )
                 ]
             )
@@ -353,16 +358,22 @@ def _diagnose(
     if kind == "literal_error":
         return _bad_choice(reporter, loc, value, err)
     if kind == "value_error":
-        message = str(err["ctx"]["error"]) if "ctx" in err else err["msg"]
+        error = err["ctx"]["error"] if "ctx" in err else None
+        if isinstance(error, EntryError):  # a problem with one entry of a table value
+            loc, value = (*loc, error.key), error.value
+        message = str(error) if error is not None else err["msg"]
         return reporter.at(loc, message, fix=_float_fix(reporter, loc, value))
     if kind.endswith("_type") or kind in ("model_attributes_type", "dict_type"):
         expected = _EXPECTED_TYPES.get(kind, kind.removesuffix("_type"))
+        fix = _float_fix(reporter, loc, value) if kind == "string_type" else None
+        if kind == "int_type" and isinstance(value, float) and value.is_integer():
+            fix = f"write a whole number without a decimal point: {loc[-1]} = {int(value)}"
         return reporter.at(
             loc,
             f"expected {expected}, got {toml_type_name(value)} {value!r}"
             if not isinstance(value, dict)
             else f"expected {expected}, got a table",
-            fix=_float_fix(reporter, loc, value),
+            fix=fix,
         )
     if kind == "greater_than_equal":
         return reporter.at(loc, f"expected a non-negative integer, got {value!r}")
@@ -380,13 +391,20 @@ _EXPECTED_TYPES = {
 }
 
 
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[0] in "aeiou" else f"a {noun}"
+
+
 def _float_fix(reporter: _Reporter, loc: KeyPath, value: object) -> str | None:
-    """For `minver = 12.6`, show the quoted spelling from the source line."""
+    """For `minver = 12.10`, show the quoted spelling from the source line ("12.10")."""
     if not isinstance(value, float):
         return None
+    if loc and isinstance(loc[-1], int):  # an array element
+        return f'quote each element: "{value!r}"'
     line = reporter.source_line(loc)
-    key = next((p for p in reversed(loc) if isinstance(p, str)), "")
-    literal = re.search(r"=\s*([-+0-9._eE]+)", line) if line.lstrip().startswith(key) else None
+    key = str(loc[-1]) if loc else ""
+    # `key = 12.10` anywhere on the line: also inside an inline table `{cuda = 2.10}`.
+    literal = re.search(rf"(?:^|[\s{{,.]){re.escape(key)}\s*=\s*([-+0-9._eE]+)", line)
     text = literal.group(1) if literal else repr(value)
     return f'quote it: {key} = "{text}"'
 

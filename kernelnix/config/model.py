@@ -30,11 +30,16 @@ def _kebab(name: str) -> str:
 
 
 class Table(BaseModel):
-    """A build.toml table: kebab-case keys, unknown keys rejected, no coercion."""
+    """A build.toml table: kebab-case keys, unknown keys rejected, no coercion.
+
+    Only the kebab-case spelling is accepted (as upstream does): snake_case
+    field names must not validate, or `[tvm_ffi]` would slip past the
+    one-framework check and `cuda_capabilities` into a kernel table.
+    """
 
     model_config = ConfigDict(
         alias_generator=_kebab,
-        populate_by_name=True,
+        populate_by_name=False,
         extra="forbid",
         strict=True,
         frozen=True,

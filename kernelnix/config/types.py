@@ -43,6 +43,15 @@ _ROCM_ARCH = re.compile(r"gfx[0-9a-f]{3,4}(:(sramecc|xnack)[+-])*")
 _SCP_URL = re.compile(r"(?P<user>[^@/\s]+)@(?P<host>[^:/\s]+):(?P<path>[^\s]+)")
 
 
+class EntryError(ValueError):
+    """A problem with one entry of a table value; `key` extends the error's key path."""
+
+    def __init__(self, key: str, value: object, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.value = value
+
+
 def toml_type_name(value: object) -> str:
     """The TOML word for a parsed value's type, for error messages."""
     if isinstance(value, bool):
@@ -108,8 +117,9 @@ def check_git_url(value: object) -> str:
             f"unsupported scheme {parts.scheme!r} in git URL {text!r}; "
             f"expected one of: {', '.join(GIT_SCHEMES)}"
         )
-    if not parts.netloc or parts.path in ("", "/"):
-        raise ValueError(f"invalid git URL {text!r}: it needs a host and a repository path")
+    if not parts.hostname:
+        # Upstream accepts a URL without a path (`https://github.com/`); so do we.
+        raise ValueError(f"invalid git URL {text!r}: it needs a host")
     return text
 
 
@@ -163,14 +173,16 @@ def parse_stable_abi(value: Any) -> Version | dict[str, Version]:
         table: dict[str, Version] = {}
         for backend, version in value.items():
             if backend not in BACKENDS:
-                raise ValueError(
+                raise EntryError(
+                    backend,
+                    version,
                     f"unknown backend {backend!r} in the stable-abi table; "
-                    f"expected backends among: {', '.join(BACKENDS)}"
+                    f"expected backends among: {', '.join(BACKENDS)}",
                 )
             try:
                 table[backend] = parse_version(version)
             except ValueError as exc:
-                raise ValueError(f"stable-abi.{backend}: {exc}") from None
+                raise EntryError(backend, version, str(exc)) from None
         return table
     if isinstance(value, (str, float, Version)):
         return parse_version(value)

@@ -51,6 +51,8 @@ def plan_update(directory: Path) -> BuildUpdate:
     document = tomlkit.parse(text)
     upgrade_document(document, loaded.shape, new_table=tomlkit.table)
     new_text = tomlkit.dumps(document)
+    if "\r\n" in text:  # tomlkit writes added lines with "\n"; keep the file's CRLF style
+        new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
     # The rewrite must load as edition 5 with the same meaning.
     rewritten = load_config_text(path, new_text, tomlkit.parse(new_text).unwrap())
     assert rewritten.config == loaded.config, "update-build changed the meaning of build.toml"

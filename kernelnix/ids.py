@@ -1,0 +1,77 @@
+"""Kernel ids (the Torch op namespace) and the kernel's git state.
+
+id = `_<python_name>_<backend>_<unique>`. The unique part comes from an explicit
+option, else from git: the 7-hex tree id of the kernel directory at HEAD, plus
+`_dirty` when tracked files changed (the reference uses the repository root's
+tree; the kernel's own tree stays stable when unrelated files in a monorepo
+change), else 13 random base32 characters.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+_UNIQUE = re.compile(r"[a-z0-9_]+")
+
+
+@dataclass(frozen=True)
+class GitState:
+    commit: str
+    tree: str
+    dirty: bool
+
+
+def _git(directory: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(directory), *args], capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_state(directory: Path) -> GitState | None:
+    """HEAD commit, the directory's tree at HEAD and whether tracked files changed."""
+    commit = _git(directory, "rev-parse", "--verify", "-q", "HEAD")
+    prefix = _git(directory, "rev-parse", "--show-prefix")
+    if not commit or prefix is None:
+        return None
+    tree = _git(directory, "rev-parse", "--verify", "-q", f"HEAD:{prefix}")
+    if not tree:  # the directory is not committed yet
+        return None
+    status = _git(directory, "status", "--porcelain", "--untracked-files=no", "--", ".")
+    return GitState(commit=commit, tree=tree, dirty=bool(status))
+
+
+def random_unique_id() -> str:
+    """A u64 as lowercase, unpadded base32 (13 characters), like the reference."""
+    return base64.b32encode(os.urandom(8)).decode().rstrip("=").lower()
+
+
+def check_unique_id(value: str) -> str:
+    if not _UNIQUE.fullmatch(value):
+        raise ValueError(
+            f"invalid unique id {value!r}: use lowercase letters, digits and '_' "
+            "(it becomes part of a Python module name)"
+        )
+    return value
+
+
+def unique_id(directory: Path, explicit: str | None = None) -> str:
+    if explicit is not None:
+        return check_unique_id(explicit.replace("-", "_"))
+    state = git_state(directory)
+    if state is None:
+        return random_unique_id()
+    return state.tree[:7] + ("_dirty" if state.dirty else "")
+
+
+def ops_id(python_name: str, backend: str, unique: str) -> str:
+    """The op namespace, module name and library stem of a variant."""
+    return f"_{python_name}_{backend}_{unique}"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install what kernelnix and its tests need on a fresh Debian 12 machine (idempotent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+need_apt=()
+command -v nix >/dev/null 2>&1 || need_apt+=(nix-bin)
+command -v git >/dev/null 2>&1 || need_apt+=(git)
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
+command -v patchelf >/dev/null 2>&1 || need_apt+=(patchelf)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "+ apt-get install -y ${need_apt[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# Offline Nix as root: flakes on, no substituters, no registry, no sandbox users.
+if ! grep -qs "flakes" /etc/nix/nix.conf; then
+  $SUDO mkdir -p /etc/nix
+  $SUDO tee /etc/nix/nix.conf >/dev/null <<'CONF'
+experimental-features = nix-command flakes
+substituters =
+flake-registry =
+sandbox = false
+build-users-group =
+CONF
+fi
+
+# Torch first, so pip never resolves a CUDA build from the index.
+python3 -c "import torch" 2>/dev/null || python3 -m pip install -q torch==2.13.0
+python3 -m pip install -q -e '.[test]'
+python3 -m pip install -q nvidia-cuda-cuobjdump 2>/dev/null || true
+
+git config --global user.email >/dev/null || git config --global user.email "kernelnix@localhost"
+git config --global user.name >/dev/null || git config --global user.name "kernelnix"
