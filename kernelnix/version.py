@@ -17,6 +17,12 @@ class Version:
 
     parts: tuple[int, ...]
 
+    def __post_init__(self) -> None:
+        parts = list(self.parts)
+        while len(parts) > 1 and parts[-1] == 0:
+            parts.pop()
+        object.__setattr__(self, "parts", tuple(parts))
+
     @classmethod
     def parse(cls, text: str) -> Version:
         text = text.strip()
@@ -25,10 +31,7 @@ class Version:
         pieces = text.split(".")
         if not all(p.isdigit() and p.isascii() for p in pieces):
             raise ValueError(f"version must consist of dot-separated numbers, got {text!r}")
-        parts = [int(p) for p in pieces]
-        while len(parts) > 1 and parts[-1] == 0:
-            parts.pop()
-        return cls(tuple(parts))
+        return cls(tuple(int(p) for p in pieces))
 
     def __str__(self) -> str:
         return ".".join(str(p) for p in self.parts)

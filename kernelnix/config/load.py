@@ -88,7 +88,8 @@ class _Reporter:
 
 
 def build_toml_path(directory: Path) -> Path:
-    return directory / BUILD_TOML if directory.is_dir() else directory
+    """`<directory>/build.toml`; a path to a build.toml file is taken as it is."""
+    return directory if directory.is_file() else directory / BUILD_TOML
 
 
 def read_build_toml(path: Path) -> tuple[str, dict[str, Any]]:
@@ -101,7 +102,14 @@ def read_build_toml(path: Path) -> tuple[str, dict[str, Any]]:
             file=where,
             fix="pass the kernel's directory, or create a project with `kernelnix init`",
         )
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError.single(
+            f"cannot read {BUILD_TOML}: {exc.strerror or exc}",
+            file=where,
+            fix=f"{BUILD_TOML} must be a readable file",
+        ) from None
     try:
         # A UTF-8 byte-order mark is allowed, as upstream allows it.
         text = data.decode("utf-8").removeprefix("\ufeff")

@@ -1,0 +1,5 @@
+"""`python -m kernelnix`: the same as the `kernelnix` command."""
+
+from kernelnix.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""CLI commands, one module per concern; see kernelnix/cli.py."""

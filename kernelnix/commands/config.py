@@ -1,0 +1,63 @@
+"""Commands over build.toml: check-config, update-build."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
+from kernelnix.config import load_config
+from kernelnix.config.update import apply_update, plan_update
+
+
+@main.command("check-config")
+@DIR_ARGUMENT
+@click.option("--json", "as_json", is_flag=True, help="Print the normalized edition-5 config.")
+@reports_user_errors
+def check_config(directory: Path, as_json: bool) -> None:
+    """Validate DIRECTORY/build.toml (any edition in use).
+
+    Every problem is reported at once, with file, key path and line.
+    Exit code 2 when the file is invalid.
+
+    \b
+    Example:
+      kernelnix check-config examples/relu --json
+    """
+    loaded = load_config(directory)
+    print_warnings(loaded.warnings)
+    if as_json:
+        click.echo(json.dumps(loaded.config.to_json(), indent=2))
+    else:
+        config = loaded.config
+        click.echo(
+            f"{loaded.path}: ok: {config.general.name} v{config.general.version}, "
+            f"framework {config.framework}, backends {', '.join(config.backends)}, "
+            f"{len(config.kernel)} kernel section(s)"
+        )
+
+
+@main.command("update-build")
+@DIR_ARGUMENT
+@click.option("--dry-run", is_flag=True, help="Print the diff; write nothing.")
+@reports_user_errors
+def update_build(directory: Path, dry_run: bool) -> None:
+    """Rewrite a pre-edition DIRECTORY/build.toml as edition 5.
+
+    Comments and key order are kept; the file is replaced atomically.
+
+    \b
+    Example:
+      kernelnix update-build --dry-run examples/relu-legacy
+    """
+    update = plan_update(directory)
+    if not update.changed:
+        click.echo(f"{update.path}: already edition 5; nothing to do")
+        return
+    if dry_run:
+        click.echo(update.diff(), nl=False)
+        return
+    apply_update(update)
+    click.echo(f"{update.path}: upgraded from the pre-edition {update.shape} format to edition 5")

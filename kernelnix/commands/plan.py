@@ -1,0 +1,121 @@
+"""Commands over variants and the build plan: list-variants, plan."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
+from kernelnix.config import load_config
+from kernelnix.diagnostics import UserError
+from kernelnix.fileio import write_atomic
+from kernelnix.matrix import load_matrix
+from kernelnix.plan import PLAN_FILE, PlanOptions, build_plan, current_system, plan_json
+
+
+@main.command("list-variants")
+@DIR_ARGUMENT
+@click.option(
+    "--system",
+    "system",
+    metavar="SYSTEM",
+    help="List the variants of this system (default: this machine's).",
+)
+@click.option("--all-systems", is_flag=True, help="List the variants of every system.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: system -> variant details.")
+@reports_user_errors
+def list_variants(directory: Path, system: str | None, all_systems: bool, as_json: bool) -> None:
+    """List the build variants of DIRECTORY/build.toml, one per line.
+
+    Names follow the Hub grammar, e.g. torch213-cxx11-cu126-x86_64-linux.
+
+    \b
+    Examples:
+      kernelnix list-variants examples/relu
+      kernelnix list-variants examples/relu --all-systems --json
+    """
+    if system and all_systems:
+        raise UserError.single(
+            "--system and --all-systems are mutually exclusive", fix="pass one of them"
+        )
+    systems = _systems_option(system, all_systems)
+    loaded = load_config(directory)
+    print_warnings(loaded.warnings)
+    plan = build_plan(loaded, PlanOptions(systems=systems))
+    for line in plan["notes"] + [c for s in plan["systems"].values() for c in s["collisions"]]:
+        click.echo(f"note: {line}", err=True)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    s: {name: _variant_summary(v) for name, v in plan["variants"][s].items()}
+                    for s in plan["variants"]
+                },
+                indent=2,
+            )
+        )
+        return
+    for name in (n for s in plan["systems"].values() for n in s["variants"]):
+        click.echo(name)
+
+
+def _variant_summary(variant: dict[str, Any]) -> dict[str, Any]:
+    keys = (
+        "kind",
+        "backend",
+        "backend-version",
+        "torch",
+        "stable-abi",
+        "tvm-ffi",
+        "bundle",
+        "ops-id",
+        "archs",
+    )
+    return {k: variant[k] for k in keys}
+
+
+def _systems_option(system: str | None, all_systems: bool) -> tuple[str, ...] | None:
+    known = load_matrix().systems
+    if all_systems:
+        return None
+    chosen = system or current_system()
+    if chosen not in known:
+        raise UserError.single(
+            f"unknown system {chosen!r}; the matrix has: {', '.join(known)}",
+            fix="pass --system with one of those, or --all-systems",
+        )
+    return (chosen,)
+
+
+@main.command("plan")
+@DIR_ARGUMENT
+@click.option("--unique-id", help="Unique part of the op namespace (default: git tree id).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"Where to write the plan (default: DIRECTORY/{PLAN_FILE}).",
+)
+@reports_user_errors
+def plan_command(directory: Path, unique_id: str | None, output: Path | None) -> None:
+    """Write the build plan of DIRECTORY/build.toml (JSON, every system).
+
+    \b
+    Example:
+      kernelnix plan examples/relu -o /tmp/relu-plan.json
+    """
+    loaded = load_config(directory)
+    print_warnings(loaded.warnings)
+    try:
+        plan = build_plan(loaded, PlanOptions(unique_id=unique_id))
+    except ValueError as exc:
+        raise UserError.single(str(exc), key="--unique-id") from None
+    target = output or loaded.path.parent / PLAN_FILE
+    write_atomic(target, plan_json(plan))
+    click.echo(
+        f"wrote {target}: {sum(len(s['variants']) for s in plan['systems'].values())} "
+        f"variants over {len(plan['systems'])} systems"
+    )
