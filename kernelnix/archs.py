@@ -3,7 +3,8 @@
 CUDA: a kernel's `cuda-capabilities` are intersected with what the variant's
 CUDA toolkit supports (its default list, `+PTX` removed), loosely, like the
 reference CMake: a capability is kept when the toolkit has an arch of the same
-major version that is not older (`8.6` runs on an `8.9` target); an `a`
+major version that is not older (`8.6` runs on an `8.9` target) and the
+toolkit still compiles for it (not older than its oldest arch); an `a`
 (arch-specific) capability needs that exact arch; `+PTX` may cross major
 versions because PTX is JIT-compiled forward. Without `cuda-capabilities` the
 toolkit's default list is used. ROCm: `rocm-archs` intersected with the
@@ -28,6 +29,8 @@ def _strip_ptx(arch: str) -> str:
 
 def _supported(capability: str, targets: list[Version]) -> bool:
     version, suffix, ptx = parse_capability(capability)
+    if version < min(targets):  # the toolkit dropped this arch (CUDA 13 has no sm_70)
+        return False
     if suffix == "a":
         return version in targets
     if ptx:

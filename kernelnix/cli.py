@@ -6,6 +6,7 @@ at the bottom registers them on `main`.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable, Iterable
 from functools import wraps
@@ -50,7 +51,34 @@ def reports_user_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Command name -> module under kernelnix/commands. Only the module of the command
+# being run is imported, which keeps start-up short (see benchmarks/bench_plan.py).
+COMMAND_MODULES = {
+    "check-config": "config",
+    "update-build": "config",
+    "list-variants": "plan",
+    "plan": "plan",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a command's module when the command is used."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            module = COMMAND_MODULES.get(cmd_name)
+            if module is None:
+                _register_commands()
+            else:
+                importlib.import_module(f"kernelnix.commands.{module}")
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _register_commands()
+        return super().list_commands(ctx)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kernelnix")
 def main() -> None:
     """Build Hub-conforming PyTorch kernels from build.toml with Nix.
@@ -63,7 +91,5 @@ def main() -> None:
 
 
 def _register_commands() -> None:
-    from kernelnix.commands import config, plan  # noqa: F401
-
-
-_register_commands()
+    for module in sorted(set(COMMAND_MODULES.values())):
+        importlib.import_module(f"kernelnix.commands.{module}")

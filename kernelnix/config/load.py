@@ -15,6 +15,7 @@ import re
 import types
 import typing
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,11 @@ class _Reporter:
     def __init__(self, path: Path, text: str) -> None:
         self.file = display_path(path)
         self.text = text
-        self.positions = key_lines(text)
+
+    @cached_property
+    def positions(self) -> dict[KeyPath, int]:
+        # Only needed to report a problem: valid files skip the scan.
+        return key_lines(self.text)
 
     def at(
         self, key: KeyPath, message: str, fix: str | None = None, severity: str = "error"

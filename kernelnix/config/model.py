@@ -44,6 +44,8 @@ class Table(BaseModel):
         strict=True,
         frozen=True,
         arbitrary_types_allowed=True,
+        # Build validators on first use: a run only needs the models of one edition.
+        defer_build=True,
     )
 
 
