@@ -73,7 +73,12 @@ class _Reporter:
     @cached_property
     def positions(self) -> dict[KeyPath, int]:
         # Only needed to report a problem: valid files skip the scan.
-        return key_lines(self.text)
+        positions = key_lines(self.text)
+        # [torch-noarch] may spell its keys in snake_case; diagnostics use the kebab spelling.
+        for path, line in list(positions.items()):
+            if len(path) > 1 and path[0] == "torch-noarch" and isinstance(path[1], str):
+                positions.setdefault((path[0], path[1].replace("_", "-"), *path[2:]), line)
+        return positions
 
     def at(
         self, key: KeyPath, message: str, fix: str | None = None, severity: str = "error"

@@ -40,7 +40,8 @@ GIT_SCHEMES = ("https", "http", "git", "ssh", "git+ssh", "git+https", "git+http"
 _KERNEL_NAME = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
 _CAPABILITY = re.compile(r"(?P<major>\d+)\.(?P<minor>\d+)(?P<suffix>[af]?)(?P<ptx>\+PTX)?")
 _ROCM_ARCH = re.compile(r"gfx[0-9a-f]{3,4}(:(sramecc|xnack)[+-])*")
-_SCP_URL = re.compile(r"(?P<user>[^@/\s]+)@(?P<host>[^:/\s]+):(?P<path>[^\s]+)")
+# As upstream: the user may be empty or hold spaces, the host may not, the path is anything.
+_SCP_URL = re.compile(r"(?P<user>[^@/]*)@(?P<host>[^:/\s]+):(?P<path>.+)")
 
 
 class EntryError(ValueError):
@@ -90,6 +91,16 @@ def parse_version(value: object) -> Version:
         raise ValueError(f'invalid version {text!r}: {exc}; expected e.g. "12.6"') from None
 
 
+def parse_major_minor(value: object) -> Version:
+    """A build.toml version: exactly `major.minor` ("12.6", "2.11"), as upstream requires."""
+    version = parse_version(value)
+    if isinstance(value, str) and len(value.strip().split(".")) != 2:
+        raise ValueError(
+            f'invalid version {value.strip()!r}: expected major.minor, e.g. "12.6" or "2.11"'
+        )
+    return version
+
+
 def check_kernel_name(value: object) -> str:
     text = _require_string(value, "a kernel name")
     if not _KERNEL_NAME.fullmatch(text):
@@ -106,7 +117,10 @@ def check_git_url(value: object) -> str:
     scp = _SCP_URL.fullmatch(text)
     if scp and "://" not in text and not scp.group("path").startswith("/"):
         return text
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:  # e.g. "Invalid IPv6 URL"
+        raise ValueError(f"invalid git URL {text!r}: {exc}") from None
     if not parts.scheme or "://" not in text:
         raise ValueError(
             f"invalid git URL {text!r}: expected scheme://host/path (e.g. "
@@ -152,12 +166,13 @@ def parse_capability(text: str) -> tuple[Version, str, bool]:
 
 
 def _serialize_version(version: Version) -> str:
-    return str(version)
+    """`12.0` stays `12.0`: upstream needs both components, and Version drops the zero."""
+    return version.major_minor()
 
 
 VersionStr = Annotated[
     Version,
-    BeforeValidator(parse_version),
+    BeforeValidator(parse_major_minor),
     PlainSerializer(_serialize_version, return_type=str),
 ]
 KernelName = Annotated[str, BeforeValidator(check_kernel_name)]
@@ -180,12 +195,12 @@ def parse_stable_abi(value: Any) -> Version | dict[str, Version]:
                     f"expected backends among: {', '.join(BACKENDS)}",
                 )
             try:
-                table[backend] = parse_version(version)
+                table[backend] = parse_major_minor(version)
             except ValueError as exc:
                 raise EntryError(backend, version, str(exc)) from None
         return table
     if isinstance(value, (str, float, Version)):
-        return parse_version(value)
+        return parse_major_minor(value)
     raise ValueError(
         'expected a Torch version string (e.g. "2.11") or a table of backend = version, '
         f"got {toml_type_name(value)} {value!r}"
@@ -194,8 +209,8 @@ def parse_stable_abi(value: Any) -> Version | dict[str, Version]:
 
 def _serialize_stable_abi(value: Version | dict[str, Version]) -> str | dict[str, str]:
     if isinstance(value, Version):
-        return str(value)
-    return {backend: str(version) for backend, version in value.items()}
+        return _serialize_version(value)
+    return {backend: _serialize_version(version) for backend, version in value.items()}
 
 
 StableAbi = Annotated[

@@ -12,9 +12,14 @@ from pathlib import Path
 
 import tomlkit
 
-from kernelnix.config.load import build_toml_path, load_config_text, read_build_toml
+from kernelnix.config.load import (
+    BUILD_TOML,
+    build_toml_path,
+    load_config_text,
+    read_build_toml,
+)
 from kernelnix.config.upgrade import upgrade_document
-from kernelnix.diagnostics import display_path
+from kernelnix.diagnostics import UserError, display_path
 from kernelnix.fileio import write_atomic
 
 
@@ -60,5 +65,12 @@ def plan_update(directory: Path) -> BuildUpdate:
 
 
 def apply_update(update: BuildUpdate) -> None:
-    if update.changed:
+    if not update.changed:
+        return
+    try:
         write_atomic(update.path, update.new_text)
+    except OSError as exc:  # read-only directory, full disk: the old file is still intact
+        raise UserError.single(
+            f"cannot write {BUILD_TOML}: {exc.strerror or exc}; the file was left unchanged",
+            file=display_path(update.path),
+        ) from None
