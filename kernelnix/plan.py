@@ -16,8 +16,9 @@ from typing import Any
 
 from kernelnix import __version__
 from kernelnix.archs import EmptyArchsError, kernel_archs, metadata_archs
-from kernelnix.config.load import LoadedConfig
+from kernelnix.config.load import LoadedConfig, format_key_path
 from kernelnix.config.model import BuildConfig, CudaKernel, KernelBase
+from kernelnix.config.paths import declared_paths
 from kernelnix.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.ids import GitState, git_state, ops_id, unique_id
 from kernelnix.matrix import Matrix, Variant, best_variant, load_matrix, variants_for_system
@@ -71,12 +72,25 @@ def _framework_json(config: BuildConfig) -> dict[str, Any]:
     }
 
 
+def missing_sources(loaded: LoadedConfig) -> list[Diagnostic]:
+    """Declared source files that do not exist: the build could not read them."""
+    root = loaded.path.parent
+    return [
+        Diagnostic(
+            f"source file {value!r} does not exist",
+            file=display_path(loaded.path),
+            key=format_key_path(key),
+            fix="create it or fix the path (relative to build.toml's directory)",
+        )
+        for key, value, must_exist in declared_paths(loaded.config)
+        if must_exist and not (root / value).is_file()
+    ]
+
+
 def source_files(directory: Path, config: BuildConfig) -> list[str]:
     """Files a build reads, relative to the kernel directory, sorted."""
     files = {"build.toml"}
-    files.update(_framework_json(config)["src"])
-    for kernel in config.kernel.values():
-        files.update(kernel.src)
+    files.update(value for _, value, must_exist in declared_paths(config) if must_exist)
     extensions = tuple(f".{e}" for e in pyext(config))
     package = directory / package_dir(config)
     for root, dirs, names in os.walk(package):
@@ -143,6 +157,16 @@ def _variant_json(
     }
 
 
+def _best_first(variants: list[Variant], matrix: Matrix) -> list[Variant]:
+    """The variants in the order `ci-test` prefers them: best_variant, repeatedly."""
+    rest = list(variants)
+    ranked: list[Variant] = []
+    while (best := best_variant(rest, matrix)) is not None:
+        ranked.append(best)
+        rest.remove(best)
+    return ranked
+
+
 def build_plan(
     loaded: LoadedConfig, options: PlanOptions | None = None, matrix: Matrix | None = None
 ) -> dict[str, Any]:
@@ -165,11 +189,12 @@ def build_plan(
     for system in options.systems or matrix.systems:
         found = variants_for_system(config, system, matrix)
         notes += [n for n in found.notes if n not in notes]
-        best = best_variant(found.variants, matrix)
+        ranked = _best_first(found.variants, matrix)
         systems[system] = {
             "variants": found.names(),
             "bundle": [v.name for v in found.variants if v.bundle],
-            "ci-variant": best.name if best else None,
+            "ci-variant": ranked[0].name if ranked else None,
+            "ci-order": [v.name for v in ranked],
             "collisions": [c.describe() for c in found.collisions],
         }
         variants[system] = {}
@@ -180,6 +205,7 @@ def build_plan(
                 )
             except (EmptyArchsError, UnknownPythonDependency) as exc:
                 errors.append(Diagnostic(str(exc), file=display_path(loaded.path)))
+    errors += missing_sources(loaded)
     if errors:
         raise UserError(list(dict.fromkeys(errors)))
     return {

@@ -48,6 +48,8 @@ def test_empty_arch_intersection_is_a_user_error(tmp_path: Path) -> None:
         'backends = ["cuda"]\n[torch]\nsrc = ["b.cpp"]\n[kernel.attn]\nbackend = "cuda"\n'
         'depends = []\nsrc = ["a.cu"]\ncuda-capabilities = ["10.0"]\n'
     )
+    (tmp_path / "b.cpp").write_text("")
+    (tmp_path / "a.cu").write_text("")
     result = CliRunner().invoke(main, ["plan", str(tmp_path)])
     assert result.exit_code == 2
     assert "kernel 'attn'" in result.output and "CUDA 12.6" in result.output

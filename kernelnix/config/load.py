@@ -34,6 +34,7 @@ from kernelnix.config.model import (
     BuildConfig,
     Table,
 )
+from kernelnix.config.paths import declared_paths, escape_reason
 from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError, toml_type_name
 from kernelnix.config.upgrade import upgrade_document
 from kernelnix.diagnostics import Diagnostic, UserError, display_path
@@ -67,6 +68,7 @@ class _Reporter:
     """Builds diagnostics for one file, resolving key paths to lines."""
 
     def __init__(self, path: Path, text: str) -> None:
+        self.path = path
         self.file = display_path(path)
         self.text = text
 
@@ -206,11 +208,7 @@ def _load_edition(reporter: _Reporter, raw: dict[str, Any], edition: object) -> 
     if errors:
         raise UserError(errors)
     assert isinstance(config, BuildConfig)
-    return LoadedConfig(config, reporter_path(reporter), "5", _edition5_warnings(reporter, config))
-
-
-def reporter_path(reporter: _Reporter) -> Path:
-    return Path(reporter.file)
+    return _finish(reporter, config, "5", [])
 
 
 def _load_pre_edition(reporter: _Reporter, raw: dict[str, Any]) -> LoadedConfig:
@@ -258,9 +256,35 @@ def _load_pre_edition(reporter: _Reporter, raw: dict[str, Any]) -> LoadedConfig:
         fix="run `kernelnix update-build` to write the upgrade (it keeps your comments)",
         severity="warning",
     )
+    return _finish(reporter, config, shape, [warning])
+
+
+def _finish(
+    reporter: _Reporter, config: BuildConfig, shape: str, warnings: list[Diagnostic]
+) -> LoadedConfig:
+    """Checks that need the whole config and the project directory."""
+    errors = _escaping_paths(reporter, config)
+    if errors:
+        raise UserError(errors)
     return LoadedConfig(
-        config, reporter_path(reporter), shape, [warning, *_edition5_warnings(reporter, config)]
+        config, reporter.path, shape, [*warnings, *_edition5_warnings(reporter, config)]
     )
+
+
+def _escaping_paths(reporter: _Reporter, config: BuildConfig) -> list[Diagnostic]:
+    root = reporter.path.parent
+    errors = []
+    for key, value, _ in declared_paths(config):
+        reason = escape_reason(root, value)
+        if reason:
+            errors.append(
+                reporter.at(
+                    key,
+                    f"path {value!r} is outside the kernel project: {reason}",
+                    fix="use a path relative to the directory of build.toml, inside it",
+                )
+            )
+    return errors
 
 
 def _edition5_warnings(reporter: _Reporter, config: BuildConfig) -> list[Diagnostic]:
