@@ -58,6 +58,7 @@ COMMAND_MODULES = {
     "update-build": "config",
     "list-variants": "plan",
     "plan": "plan",
+    "check": "check",
 }
 
 

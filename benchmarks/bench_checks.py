@@ -1,0 +1,318 @@
+"""Speed of kernelnix's ELF symbol checks against kernel-abi-check, on the same files.
+
+Builds (once; cached under $KERNELNIX_BENCH_CACHE or <tmp>/kernelnix-bench-checks):
+
+- one big CUDA library (> 200 MB): a templated kernel instantiated many times and a
+  16 MiB `__device__` table, compiled for every GPU architecture nvcc knows, with
+  fatbin compression off, as the fatbins of large kernels are;
+- two batches of 50 small libraries: CUDA kernel libraries as nvcc builds them (a few
+  templated kernels for two architectures, 0.2-1 MB each), and CPU extension
+  libraries as g++ builds them (~100 KB, a hundred or more imported libtorch-style
+  C++ symbols each, like real CPU kernel variants).
+
+Then times, in the same process and on the same files, the symbol checks both tools
+share (manylinux_2_28 symbol versions + Python ABI 3.9; kernelnix also runs its
+DT_NEEDED, search-path and platform rules): one warm-up pass each, then the best of
+several passes. Prints the times and kernelnix/reference ratios (target <= 1.0).
+
+kernelnix reads only the headers and the dynamic-linking sections, so its cost does
+not grow with the file; the reference reads whole files. On the ~100 KB CPU
+libraries the fixed per-file cost of Python parsing dominates instead.
+
+    python benchmarks/bench_checks.py [--repeat 7] [--rebuild]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kernelnix.checks.binaries import BinarySettings, check_binary, load_binaries
+from kernelnix.checks.policy import load_policy
+from kernelnix.version import Version
+
+BIG_MIN_BYTES = 200 * 1000 * 1000
+SMALL_COUNT = 50
+TABLE_BYTES = 16 << 20
+NVCC_FALLBACK = "/usr/local/cuda/bin/nvcc"
+
+BIG_KERNEL = r"""
+#include <cuda_runtime.h>
+
+// A table that lands, uncompressed, in every architecture's cubin.
+__device__ const unsigned char kn_table[KN_TABLE_BYTES] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+template <int Unroll, typename T>
+__global__ void kn_mix(T* out, const T* in, const int* index, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    T acc = in[i];
+#pragma unroll
+    for (int k = 0; k < Unroll; ++k) {
+        acc = acc * T(1.0001) + T(kn_table[(index[i] + k * 977) % KN_TABLE_BYTES]);
+    }
+    out[i] = acc;
+}
+
+#define KN_INSTANTIATE(U)                                                          \
+    template __global__ void kn_mix<U, float>(float*, const float*, const int*, int); \
+    template __global__ void kn_mix<U, double>(double*, const double*, const int*, int);
+KN_INSTANTIATE(1) KN_INSTANTIATE(2) KN_INSTANTIATE(4) KN_INSTANTIATE(8)
+KN_INSTANTIATE(16) KN_INSTANTIATE(32) KN_INSTANTIATE(64) KN_INSTANTIATE(128)
+
+extern "C" int kn_launch(float* out, const float* in, const int* index, int n) {
+    kn_mix<64, float><<<(n + 255) / 256, 256>>>(out, in, index, n);
+    return static_cast<int>(cudaGetLastError());
+}
+"""
+
+
+SMALL_KERNEL = r"""
+#include <cuda_runtime.h>
+
+template <int Steps, typename T>
+__global__ void kn_kernel_SEED(T* out, const T* in, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    T acc = in[i];
+#pragma unroll
+    for (int k = 0; k < Steps; ++k) acc = acc * T(0.5) + T(SEED + k);
+    out[i] = acc;
+}
+
+template __global__ void kn_kernel_SEED<4, float>(float*, const float*, int);
+template __global__ void kn_kernel_SEED<16, float>(float*, const float*, int);
+template __global__ void kn_kernel_SEED<64, float>(float*, const float*, int);
+template __global__ void kn_kernel_SEED<16, double>(double*, const double*, int);
+
+extern "C" int kn_launch_SEED(float* out, const float* in, int n) {
+    kn_kernel_SEED<16, float><<<(n + 255) / 256, 256>>>(out, in, n);
+    return static_cast<int>(cudaGetLastError());
+}
+"""
+SMALL_CUDA_CODES = ("sm_80", "sm_90")
+
+
+def small_source(seed: int) -> str:
+    """An extension-like C++ library: imports libtorch-style symbols, exports functions."""
+    imports = 40 + (seed * 37) % 260
+    exports = 20 + (seed * 53) % 180
+    lines = ["#include <string>", "#include <vector>", "#include <cstring>", "#include <cmath>"]
+    lines += [
+        f"namespace at {{ namespace native {{ int op_{i}(const std::string&); }} }}"
+        for i in range(imports)
+    ]
+    lines += ['extern "C" void* PyUnicode_FromString(const char*);']
+    for i in range(exports):
+        calls = " + ".join(f"at::native::op_{(i * 7 + k) % imports}(s)" for k in range(1 + i % 4))
+        lines.append(
+            f"int kn_fn_{seed}_{i}(const char* text) {{ std::string s(text); "
+            f"std::vector<int> v(s.size(), {i}); PyUnicode_FromString(text); "
+            f"return {calls} + int(std::sqrt(double(v.size()))) + int(std::strlen(text)); }}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def nvcc() -> str | None:
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    return NVCC_FALLBACK if os.access(NVCC_FALLBACK, os.X_OK) else None
+
+
+def gpu_codes(compiler: str) -> list[str]:
+    listed = subprocess.run(
+        [compiler, "--list-gpu-code"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return [code for code in listed if code.startswith("sm_")]
+
+
+def build_big(cache: Path) -> Path:
+    target = cache / "libbig_kernel.so"
+    if target.exists() and target.stat().st_size > BIG_MIN_BYTES:
+        return target
+    compiler = nvcc()
+    source = cache / "big_kernel.cu"
+    source.write_text(BIG_KERNEL)
+    if compiler is None:
+        # Without nvcc: same size class from a host-side table (still one big .rodata).
+        print("nvcc not found: building the big library with g++ and a host table instead")
+        source = cache / "big_host.cpp"
+        size = BIG_MIN_BYTES + (8 << 20)
+        source.write_text(
+            f'extern "C" {{ __attribute__((used)) const unsigned char kn_blob[{size}] = '
+            "{1, 2, 3}; int kn_first() { return kn_blob[0]; } }\n"
+        )
+        run(["g++", "-O1", "-fPIC", "-shared", str(source), "-o", str(target)])
+        return target
+    codes = gpu_codes(compiler)
+    gencode = [f"-gencode=arch=compute_{c[3:]},code={c}" for c in codes]
+    print(
+        f"building the big CUDA library for {len(codes)} architectures "
+        f"({', '.join(codes)}); this takes a few minutes"
+    )
+    run(
+        [
+            compiler,
+            "-shared",
+            "-Xcompiler",
+            "-fPIC",
+            "-O2",
+            "-cudart",
+            "shared",
+            "-compress-mode=none",
+            f"-DKN_TABLE_BYTES={TABLE_BYTES}",
+            *gencode,
+            str(source),
+            "-o",
+            str(target),
+        ]
+    )
+    return target
+
+
+def build_small_cuda(cache: Path) -> list[Path]:
+    compiler = nvcc()
+    if compiler is None:
+        print("nvcc not found: skipping the batch of small CUDA libraries")
+        return []
+    folder = cache / "small-cuda"
+    folder.mkdir(exist_ok=True)
+    gencode = [f"-gencode=arch=compute_{c[3:]},code={c}" for c in SMALL_CUDA_CODES]
+    libraries = []
+    for seed in range(SMALL_COUNT):
+        target = folder / f"libcuda_{seed:02d}.so"
+        if not target.exists():
+            source = folder / f"cuda_{seed:02d}.cu"
+            source.write_text(SMALL_KERNEL.replace("SEED", str(seed)))
+            run(
+                [
+                    compiler,
+                    "-shared",
+                    "-Xcompiler",
+                    "-fPIC",
+                    "-O2",
+                    "-cudart",
+                    "shared",
+                    *gencode,
+                    str(source),
+                    "-o",
+                    str(target),
+                ]
+            )
+        libraries.append(target)
+    return libraries
+
+
+def build_small(cache: Path) -> list[Path]:
+    folder = cache / "small"
+    folder.mkdir(exist_ok=True)
+    libraries = []
+    for seed in range(SMALL_COUNT):
+        target = folder / f"libsmall_{seed:02d}.so"
+        if not target.exists():
+            source = folder / f"small_{seed:02d}.cpp"
+            source.write_text(small_source(seed))
+            run(["g++", "-O1", "-fPIC", "-shared", str(source), "-o", str(target)])
+        libraries.append(target)
+    return libraries
+
+
+def run(command: list[str]) -> None:
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed:\n{result.stderr}")
+
+
+def kernelnix_check(settings: BinarySettings) -> Callable[[Path], int]:
+    def check(path: Path) -> int:
+        binaries, problems = load_binaries(path.parent, path.name)
+        return len(problems) + sum(len(check_binary(b, settings)) for b in binaries)
+
+    return check
+
+
+def reference_check(path: Path) -> int:
+    import kernel_abi_check
+
+    library = kernel_abi_check.ObjectFile(str(path))
+    return len(library.check_manylinux("manylinux_2_28")) + len(library.check_python_abi("3.9"))
+
+
+def time_passes(check: Callable[[Path], int], files: list[Path], repeat: int) -> list[float]:
+    for path in files:  # warm-up: tables, policies, page cache
+        check(path)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for path in files:
+            check(path)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def ratio_text(ratio: float) -> str:
+    return f"{ratio:.3f}" if ratio >= 0.01 else f"{ratio:.1e}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7, help="timed passes per tool")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the cached libraries")
+    args = parser.parse_args()
+    try:
+        import kernel_abi_check  # noqa: F401
+    except ImportError:
+        sys.exit("kernel-abi-check is not installed: pip install kernel-abi-check")
+
+    cache = Path(
+        os.environ.get(
+            "KERNELNIX_BENCH_CACHE", Path(tempfile.gettempdir()) / "kernelnix-bench-checks"
+        )
+    )
+    if args.rebuild and cache.exists():
+        shutil.rmtree(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    big = build_big(cache)
+    small_cuda = build_small_cuda(cache)
+    small = build_small(cache)
+    settings = BinarySettings(
+        policy=load_policy("manylinux_2_28", "x86_64"),
+        python_abi=Version.parse("3.9"),
+        stable_abi=None,
+        macos_min=Version.parse("15.0"),
+        backend="cuda",
+        cpu="x86_64",
+        os_name="linux",
+        redistributable=True,
+    )
+    ours = kernelnix_check(settings)
+    workloads = [("big library (1 file)", [big])]
+    if small_cuda:
+        workloads.append((f"small CUDA libs ({len(small_cuda)})", small_cuda))
+    workloads.append((f"small CPU libs ({len(small)})", small))
+    for label, files in workloads:
+        size = sum(p.stat().st_size for p in files)
+        print(f"{label}: {size / 1e6:.1f} MB")
+    print(f"{'workload':<24}{'kernelnix':>12}{'kernel-abi-check':>19}{'ratio':>8}")
+    for label, files in workloads:
+        mine = time_passes(ours, files, args.repeat)
+        theirs = time_passes(reference_check, files, args.repeat)
+        for kind, pick in (("best", min), ("median", statistics.median)):
+            name = label if kind == "best" else "  (median)"
+            print(
+                f"{name:<24}{pick(mine) * 1e3:>9.2f} ms{pick(theirs) * 1e3:>16.2f} ms"
+                f"{ratio_text(pick(mine) / pick(theirs)):>9}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""Inputs of a check run: the options a caller picks and what is read from the variant."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelnix.checks.policy import DEFAULT_POLICY
+from kernelnix.variants import VariantName, parse_variant_name
+from kernelnix.version import Version
+
+DEFAULT_PYTHON_ABI = "3.9"
+# Deployment targets: the reference's default for CPU builds, and the macOS
+# release the loader requires for Metal variants.
+MACOS_MIN_CPU = Version.parse("15.0")
+MACOS_MIN_METAL = Version.parse("26.0")
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """What a caller (the build step or `kernelnix check`) asks for.
+
+    `None` means "derive it from the variant": the stable-ABI target from a
+    `torch-stable-abi<V>-…` directory name, the macOS minimum from the backend
+    (26.0 for Metal, 15.0 otherwise).
+    """
+
+    policy: str = DEFAULT_POLICY
+    python_abi: str = DEFAULT_PYTHON_ABI
+    stable_abi: Version | None = None
+    macos_min: Version | None = None
+    redistributable: bool = True
+    python_depends: tuple[str, ...] = ()  # extra allowed import names
+    import_check: bool = True
+    python: str | None = None  # interpreter for the import check; default: this one
+    import_timeout: float = 300.0
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "python-abi": self.python_abi,
+            "torch-stable-abi": str(self.stable_abi) if self.stable_abi else None,
+            "macos": str(self.macos_min) if self.macos_min else None,
+            "redistributable": self.redistributable,
+        }
+
+
+@dataclass
+class VariantFiles:
+    """Everything under a variant directory, as `/`-separated relative paths."""
+
+    files: list[str] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)
+    symlinks: list[str] = field(default_factory=list)
+    special: list[str] = field(default_factory=list)
+
+
+@dataclass
+class VariantContext:
+    """One variant directory and everything the rules share about it."""
+
+    variant_dir: Path
+    options: CheckOptions
+    listing: VariantFiles
+    name: VariantName | None
+    name_error: str | None
+    metadata: dict[str, Any] | None
+    metadata_error: str | None
+    notes: list[str] = field(default_factory=list)  # things the report should mention
+
+    @property
+    def backend(self) -> str | None:
+        """metadata.json's backend.type, else the backend the directory name encodes."""
+        backend = (self.metadata or {}).get("backend")
+        if isinstance(backend, dict) and isinstance(backend.get("type"), str):
+            return backend["type"]
+        return self.name.backend if self.name else None
+
+    @property
+    def is_noarch(self) -> bool:
+        return self.name is not None and self.name.kind == "noarch"
+
+    @property
+    def cpu(self) -> str | None:
+        system = self.name.system if self.name else None
+        return system.partition("-")[0] if system else None
+
+    @property
+    def os_name(self) -> str | None:
+        system = self.name.system if self.name else None
+        return system.partition("-")[2] if system else None
+
+    @property
+    def kernel_name(self) -> str | None:
+        name = (self.metadata or {}).get("name")
+        return name if isinstance(name, str) else None
+
+    @property
+    def kernel_id(self) -> str | None:
+        kernel_id = (self.metadata or {}).get("id")
+        return kernel_id if isinstance(kernel_id, str) else None
+
+    @property
+    def python_depends(self) -> list[str]:
+        depends = (self.metadata or {}).get("python-depends")
+        return [d for d in depends if isinstance(d, str)] if isinstance(depends, list) else []
+
+    @property
+    def stable_abi(self) -> Version | None:
+        if self.options.stable_abi is not None:
+            return self.options.stable_abi
+        if self.name is not None and self.name.kind == "stable-abi":
+            return self.name.framework_version
+        return None
+
+    @property
+    def macos_min(self) -> Version:
+        if self.options.macos_min is not None:
+            return self.options.macos_min
+        return MACOS_MIN_METAL if self.backend == "metal" else MACOS_MIN_CPU
+
+    @property
+    def python_abi(self) -> Version:
+        return Version.parse(self.options.python_abi)
+
+    def settings(self) -> dict[str, Any]:
+        settings = self.options.settings()
+        settings["torch-stable-abi"] = str(self.stable_abi) if self.stable_abi else None
+        settings["macos"] = str(self.macos_min) if self.os_name == "darwin" else None
+        return settings
+
+
+def load_context(variant_dir: Path, options: CheckOptions) -> VariantContext:
+    name, name_error = _parse_name(variant_dir.name)
+    metadata, metadata_error = _read_metadata(variant_dir / "metadata.json")
+    return VariantContext(
+        variant_dir=variant_dir,
+        options=options,
+        listing=list_variant(variant_dir),
+        name=name,
+        name_error=name_error,
+        metadata=metadata,
+        metadata_error=metadata_error,
+    )
+
+
+def _parse_name(dir_name: str) -> tuple[VariantName | None, str | None]:
+    try:
+        return parse_variant_name(dir_name), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
+def _read_metadata(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """metadata.json as plain JSON (the model is validated by the metadata rules)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, "missing"
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, f"unreadable: {exc}"
+    if not isinstance(data, dict):
+        return None, f"expected a JSON object, found {type(data).__name__}"
+    return data, None
+
+
+def list_variant(root: Path) -> VariantFiles:
+    """Walk the variant without following symlinks; sorted for stable output."""
+    listing = VariantFiles()
+    for current, dirnames, filenames in os.walk(root, followlinks=False):
+        base = Path(current).relative_to(root).as_posix()
+        prefix = "" if base == "." else base + "/"
+        for dirname in list(dirnames):
+            if (Path(current) / dirname).is_symlink():
+                listing.symlinks.append(prefix + dirname)
+                dirnames.remove(dirname)
+            else:
+                listing.dirs.append(prefix + dirname)
+        for filename in filenames:
+            mode = os.lstat(Path(current) / filename).st_mode
+            if stat.S_ISLNK(mode):
+                listing.symlinks.append(prefix + filename)
+            elif stat.S_ISREG(mode):
+                listing.files.append(prefix + filename)
+            else:
+                listing.special.append(prefix + filename)
+    for entries in (listing.files, listing.dirs, listing.symlinks, listing.special):
+        entries.sort()
+    return listing

@@ -1,0 +1,341 @@
+"""Rules over the kernel's Python files (read with `ast`, never imported).
+
+- imports: relative within the kernel; otherwise only the standard library,
+  torch (and what torch brings for the backend), and the declared
+  python-depends. Imports guarded by `try/except ImportError` or
+  `if TYPE_CHECKING:` are optional and allowed.
+- op registrations: `torch.library` registrations take their op name from
+  `add_op_namespace_prefix(...)`, never a literal `"ns::op"`: the namespace
+  is unique per build, so a hard-coded one registers into the wrong place.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from kernelnix.checks.context import VariantContext
+from kernelnix.checks.report import Violation
+from kernelnix.checks.tables import allowed_imports, python_depends_imports
+
+# Module-level torch.library functions whose first argument is an op name.
+OP_NAME_FUNCTIONS = frozenset(
+    {
+        "custom_op",
+        "triton_op",
+        "register_fake",
+        "register_kernel",
+        "register_autograd",
+        "register_vmap",
+        "register_torch_dispatch",
+        "register_autocast",
+        "impl",
+        "define",
+        "impl_abstract",
+    }
+)
+# Bare names that are unambiguous even when we cannot see where they came from.
+UNAMBIGUOUS_FUNCTIONS = OP_NAME_FUNCTIONS - {"impl", "define"}
+LIBRARY_CONSTRUCTORS = frozenset({"Library", "_scoped_library"})
+OP_NAME_KEYWORDS = ("qualname", "name", "op", "op_name")
+PREFIX_FUNCTION = "add_op_namespace_prefix"
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+# `try` and (3.11+) `try/except*` statements.
+TRY_NODES = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))
+
+
+@dataclass(frozen=True)
+class ImportRules:
+    own_names: frozenset[str]
+    allowed: frozenset[str]
+
+
+def python_sources(ctx: VariantContext) -> Iterable[Violation]:
+    rules = ImportRules(own_names=_own_names(ctx), allowed=_allowed_modules(ctx))
+    for relative in ctx.listing.files:
+        if relative.endswith(".py"):
+            yield from check_python_file(ctx, relative, rules)
+
+
+def _own_names(ctx: VariantContext) -> frozenset[str]:
+    names = {ctx.kernel_name.replace("-", "_")} if ctx.kernel_name else set()
+    if ctx.kernel_id:
+        names.add(ctx.kernel_id)
+    return frozenset(names)
+
+
+def _allowed_modules(ctx: VariantContext) -> frozenset[str]:
+    depends = python_depends_imports(ctx.python_depends, ctx.backend)
+    return frozenset(
+        {
+            *sys.stdlib_module_names,
+            *allowed_imports(ctx.backend),
+            *depends,
+            *ctx.options.python_depends,
+        }
+    )
+
+
+def check_python_file(ctx: VariantContext, relative: str, rules: ImportRules) -> list[Violation]:
+    source = (ctx.variant_dir / relative).read_bytes()
+    try:
+        tree = ast.parse(source, relative)
+    except (SyntaxError, ValueError) as exc:
+        return [
+            Violation(
+                rule="python-syntax",
+                file=relative,
+                subject=relative,
+                found=f"does not parse: {exc}",
+                limit="valid Python",
+                fix="fix the syntax error",
+                line=getattr(exc, "lineno", None),
+            )
+        ]
+    violations = [*import_violations(tree, relative, rules), *op_name_violations(tree, relative)]
+    return violations
+
+
+# ---------------------------------------------------------------------------
+# Imports
+
+
+def import_violations(tree: ast.Module, relative: str, rules: ImportRules) -> Iterator[Violation]:
+    for node, optional in _imports(tree):
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            continue  # relative: always fine
+        modules = (
+            [alias.name for alias in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+        )
+        for module in modules:
+            top = module.split(".")[0]
+            if top in rules.own_names:
+                yield Violation(
+                    rule="python-import",
+                    file=relative,
+                    line=node.lineno,
+                    subject=module,
+                    found="absolute import of the kernel itself",
+                    limit="relative imports within the kernel",
+                    fix="use a relative import (`from . import x`, `from ._ops import ops`); "
+                    "the loader registers the kernel under a unique module name",
+                )
+            elif top not in rules.allowed and not optional:
+                yield Violation(
+                    rule="python-import",
+                    file=relative,
+                    line=node.lineno,
+                    subject=module,
+                    found="not in the standard library, torch or the kernel's python-depends",
+                    limit="standard library, torch, python-depends",
+                    fix="declare it in build.toml (general.python-depends) if the loader "
+                    "supports it, import it lazily inside try/except ImportError, or drop it",
+                )
+
+
+def _imports(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import with whether it is optional (guarded)."""
+    yield from _walk_imports(tree.body, optional=False)
+
+
+def _walk_imports(
+    body: list[ast.stmt], optional: bool
+) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node, optional
+        elif isinstance(node, TRY_NODES):
+            guarded = optional or _catches_import_error(node.handlers)
+            yield from _walk_imports(node.body, guarded)
+            for handler in node.handlers:
+                yield from _walk_imports(handler.body, optional)
+            yield from _walk_imports(node.orelse, optional)
+            yield from _walk_imports(node.finalbody, optional)
+        elif isinstance(node, ast.If):
+            yield from _walk_imports(node.body, optional or _is_type_checking(node.test))
+            yield from _walk_imports(node.orelse, optional)
+        else:
+            for child in _child_bodies(node):
+                yield from _walk_imports(child, optional)
+
+
+def _child_bodies(node: ast.stmt) -> Iterator[list[ast.stmt]]:
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(node, name, None)
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            yield value
+    if isinstance(node, ast.Match):
+        for case in node.cases:
+            yield case.body
+
+
+def _catches_import_error(handlers: list[ast.ExceptHandler]) -> bool:
+    for handler in handlers:
+        if handler.type is None:
+            return True
+        types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if any(_dotted(t).split(".")[-1] in IMPORT_ERRORS for t in types):
+            return True
+    return False
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return _dotted(test).split(".")[-1] == "TYPE_CHECKING"
+
+
+def _dotted(node: ast.AST) -> str:
+    """`torch.library.custom_op` for the matching Attribute chain; "" otherwise."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+# ---------------------------------------------------------------------------
+# Op registrations
+
+
+def op_name_violations(tree: ast.Module, relative: str) -> Iterator[Violation]:
+    from_library = _names_imported_from_torch_library(tree)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        kind, name = _registration_kind(node.func, from_library)
+        if kind is None:
+            continue
+        argument = _op_name_argument(node)
+        if argument is None:
+            continue
+        problem = _op_name_problem(argument, kind)
+        if problem is not None:
+            found, fix = problem
+            yield Violation(
+                rule="op-namespace",
+                file=relative,
+                line=node.lineno,
+                subject=f"{name}({ast.unparse(argument)})",
+                found=found,
+                limit=f"op names built with {PREFIX_FUNCTION}(...) from ._ops",
+                fix=fix,
+            )
+
+
+def _names_imported_from_torch_library(tree: ast.Module) -> dict[str, str]:
+    """Local name -> original name, for `from torch.library import X as Y`."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "torch.library":
+            for alias in node.names:
+                names[alias.asname or alias.name] = alias.name
+    return names
+
+
+def _registration_kind(func: ast.expr, from_library: dict[str, str]) -> tuple[str | None, str]:
+    """("api" | "library" | "method" | None, display name) for a call target.
+
+    - api: module-level torch.library function; the op name must come from
+      add_op_namespace_prefix.
+    - library: Library(...) constructor; its namespace must not be a literal.
+    - method: a method of some object (a Library, a custom op); only a literal
+      qualified "ns::op" is wrong there.
+    """
+    if isinstance(func, ast.Name):
+        original = from_library.get(func.id, func.id)
+        if original in LIBRARY_CONSTRUCTORS:
+            return "library", func.id
+        if original in UNAMBIGUOUS_FUNCTIONS or (
+            func.id in from_library and original in OP_NAME_FUNCTIONS
+        ):
+            return "api", func.id
+        return None, func.id
+    if isinstance(func, ast.Attribute):
+        receiver = _dotted(func.value)
+        display = f"{receiver}.{func.attr}" if receiver else func.attr
+        if func.attr in LIBRARY_CONSTRUCTORS:
+            return "library", display
+        if func.attr in OP_NAME_FUNCTIONS:
+            if receiver.split(".")[-1] == "library":
+                return "api", display
+            return "method", display
+    return None, ""
+
+
+def _op_name_argument(call: ast.Call) -> ast.expr | None:
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        return call.args[0]
+    for keyword in call.keywords:
+        if keyword.arg in OP_NAME_KEYWORDS or keyword.arg == "ns":
+            return keyword.value
+    return None
+
+
+def _op_name_problem(argument: ast.expr, kind: str) -> tuple[str, str] | None:
+    """(what is wrong, how to fix it) for an op-name argument, or None if fine."""
+    prefix_fix = (
+        f'pass {PREFIX_FUNCTION}("<op>") (from ._ops import {PREFIX_FUNCTION}); the '
+        "namespace is unique per build"
+    )
+    literal = _literal_text(argument)
+    if kind == "library":
+        if literal is not None:
+            return (
+                f"literal op namespace {literal!r}",
+                "use the build's namespace: `ops.name` (from ._ops import ops)",
+            )
+        return None
+    if kind == "method":
+        if literal is not None and "::" in literal:
+            return (f"literal op namespace in {literal!r}", prefix_fix)
+        return None
+    if _is_prefix_call(argument):
+        return None
+    if literal is not None:
+        found = (
+            f"literal op namespace in {literal!r}"
+            if "::" in literal
+            else f"op name {literal!r} without the kernel's namespace"
+        )
+        return found, prefix_fix
+    if isinstance(argument, ast.JoinedStr):
+        return "op name built with an f-string", prefix_fix
+    namespace = _torch_ops_namespace(argument)
+    if namespace is not None:
+        return (
+            f"op referenced through the literal namespace torch.ops.{namespace}",
+            "use `ops.<op>` (from ._ops import ops)",
+        )
+    return None
+
+
+def _literal_text(node: ast.expr) -> str | None:
+    """The text of a string literal or a concatenation of literals."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal_text(node.left), _literal_text(node.right)
+        if left is not None or right is not None:
+            return (left or "…") + (right or "…")
+    return None
+
+
+def _is_prefix_call(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Name) and node.func.id == PREFIX_FUNCTION)
+        or (isinstance(node.func, ast.Attribute) and node.func.attr == PREFIX_FUNCTION)
+    )
+
+
+def _torch_ops_namespace(node: ast.expr) -> str | None:
+    """`mylib` for `torch.ops.mylib.op[.overload]`."""
+    parts = _dotted(node).split(".")
+    if len(parts) >= 4 and parts[:2] == ["torch", "ops"]:
+        return parts[2]
+    return None
