@@ -24,6 +24,7 @@ class _Json(BaseModel):
         alias_generator=lambda n: n.replace("_", "-"),
         populate_by_name=True,
         extra="forbid",
+        strict=True,
         frozen=True,
     )
 

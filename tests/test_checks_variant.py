@@ -205,6 +205,21 @@ def test_metadata_problems(tmp_path: Path, corpus: Corpus) -> None:
     } <= found(mismatch)
 
 
+def test_metadata_against_the_model(tmp_path: Path) -> None:
+    typed = make_variant(
+        tmp_path / "a",
+        "torch-cpu",
+        metadata={"version": "1", "python-depends": "einops", "extra": 1},
+    )
+    assert {
+        ("metadata", "metadata.json", "version"),
+        ("metadata", "metadata.json", "python-depends"),
+    } <= found(typed)
+    assert not any(s == "extra" for _, _, s in found(typed))  # unknown keys are ignored
+    clean = make_variant(tmp_path / "b", "torch-cpu")
+    assert not {v for v in found(clean) if v[0] == "metadata"}
+
+
 def test_unparseable_variant_name(tmp_path: Path) -> None:
     variant = make_variant(tmp_path, "mykernel-build")
     assert ("variant-name", ".", "mykernel-build") in found(variant)

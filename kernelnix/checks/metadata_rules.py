@@ -1,8 +1,8 @@
 """metadata.json: present, readable, and consistent with the variant's name.
 
-Validation against the full metadata model is a separate rule that plugs into
-`METADATA_RULES` in kernelnix/checks/rules.py; these rules only cover what the
-other checks rely on (`name`, `id`, `backend.type`).
+`metadata_readable`, `metadata_fields` and `metadata_matches_variant` cover what
+the other checks rely on (`name`, `id`, `backend.type`); `metadata_model`
+validates the whole file against kernelnix.metadata.Metadata.
 """
 
 from __future__ import annotations
@@ -10,8 +10,11 @@ from __future__ import annotations
 import keyword
 from collections.abc import Iterable
 
+from pydantic import ValidationError
+
 from kernelnix.checks.context import VariantContext
 from kernelnix.checks.report import VARIANT_FILE, Violation
+from kernelnix.metadata import Metadata
 
 METADATA = "metadata.json"
 
@@ -88,3 +91,24 @@ def metadata_matches_variant(ctx: VariantContext) -> Iterable[Violation]:
             limit="the backend in the variant name",
             fix="rebuild the variant; a mismatch means files of two builds were mixed",
         )
+
+
+def metadata_model(ctx: VariantContext) -> Iterable[Violation]:
+    """metadata.json against kernelnix's metadata model (unknown top-level keys are
+    ignored, as the loader ignores them)."""
+    if ctx.metadata is None:
+        return
+    known = {info.alias or name for name, info in Metadata.model_fields.items()}
+    data = {key: value for key, value in ctx.metadata.items() if key in known}
+    try:
+        Metadata.model_validate(data)
+    except ValidationError as exc:
+        for error in exc.errors():
+            yield Violation(
+                rule="metadata",
+                file=METADATA,
+                subject=".".join(str(part) for part in error["loc"]) or METADATA,
+                found=f"{error['msg']} (got {error.get('input')!r})",
+                limit="the metadata.json schema of the kernels loader",
+                fix="regenerate metadata.json with the build, do not edit it by hand",
+            )

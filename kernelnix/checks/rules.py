@@ -22,6 +22,7 @@ from kernelnix.checks.layout import LAYOUT_RULES
 from kernelnix.checks.metadata_rules import (
     metadata_fields,
     metadata_matches_variant,
+    metadata_model,
     metadata_readable,
 )
 from kernelnix.checks.policy import Policy, PolicyError, load_policy
@@ -30,10 +31,12 @@ from kernelnix.checks.report import Violation
 
 VariantRule = Callable[[VariantContext], Iterable[Violation]]
 
-# Seam for the metadata model: validating metadata.json against
-# kernelnix.metadata.Metadata (types, required keys, python-depends names) is
-# one more rule appended here.
-METADATA_RULES: list[VariantRule] = [metadata_readable, metadata_fields, metadata_matches_variant]
+METADATA_RULES: list[VariantRule] = [
+    metadata_readable,
+    metadata_fields,
+    metadata_model,
+    metadata_matches_variant,
+]
 
 
 def compiled_libraries(ctx: VariantContext) -> Iterable[Violation]:
