@@ -1,0 +1,218 @@
+"""The build step of one variant: the same code inside a Nix derivation and for
+`kernelnix build --local`.
+
+Compiled variants: render the CMake project into a work directory (never the
+kernel's sources), configure with Ninja, compile, install into a staging
+directory, check that the library holds exactly the planned GPU archs.
+Noarch variants: copy the Python package, generate `_ops.py`. Then write the
+metadata with provenance, run the post-build checks and only then move the
+variant directory into place: a failed build leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kernelnix.build.gpu_archs import ArchsUnknown, compiled_archs
+from kernelnix.build.host import compiler_version, host_check_policy, why_not_buildable
+from kernelnix.checks import DEFAULT_POLICY, CheckOptions, render_reports, run_checks
+from kernelnix.diagnostics import UserError
+from kernelnix.emit.cmake import cmake_project, noarch_ops_py, variant_of, write_project
+from kernelnix.ids import check_unique_id, ops_id
+from kernelnix.metadata import BuildProvenance, Metadata
+
+TOOLCHAINS = ("host", "hermetic")
+
+
+class BuildError(Exception):
+    """A build that ran and failed (a compiler error, a failed check)."""
+
+
+def run_command(args: list[str]) -> None:
+    """Run a command, printing it first as `+ cmd`; BuildError when it fails."""
+    print(f"+ {shlex.join(args)}", flush=True)
+    done = subprocess.run(args, check=False)
+    if done.returncode != 0:
+        raise BuildError(f"{Path(args[0]).name} exited with status {done.returncode}")
+
+
+def with_unique_id(plan: dict[str, Any], unique: str) -> dict[str, Any]:
+    """`plan` with another unique id: every ops id and metadata id recomputed."""
+    try:
+        unique = check_unique_id(unique.replace("-", "_"))
+    except ValueError as exc:
+        raise UserError.single(str(exc), key="--unique-id") from None
+    rebased = copy.deepcopy(plan)
+    rebased["unique-id"] = unique
+    for variants in rebased["variants"].values():
+        for variant in variants.values():
+            variant["ops-id"] = ops_id(plan["python-name"], variant["backend"], unique)
+            variant["metadata"]["id"] = variant["ops-id"]
+    return rebased
+
+
+def metadata_text(variant: dict[str, Any], toolchain: str, redistributable: bool) -> str:
+    """metadata.json of a variant: the plan's, plus kernelnix's provenance."""
+    if toolchain not in TOOLCHAINS:
+        raise UserError.single(
+            f"unknown toolchain {toolchain!r}",
+            key="--toolchain",
+            fix=f"use {' or '.join(TOOLCHAINS)}",
+        )
+    data = copy.deepcopy(variant["metadata"])
+    provenance = data.setdefault("provenance", {"kernel-builder": {"version": "unknown"}})
+    provenance["kernelnix"] = BuildProvenance(
+        toolchain=toolchain, redistributable=redistributable
+    ).model_dump(by_alias=True)
+    return Metadata.model_validate(data).to_json_text()
+
+
+def _cmake_definitions(variant: dict[str, Any], source_dir: Path, jobs: int | None) -> list[str]:
+    definitions = [
+        f"-DKERNEL_SOURCE_DIR={source_dir.resolve()}",
+        f"-DPython_EXECUTABLE={sys.executable}",
+    ]
+    backend = variant["backend"]
+    if backend in ("cuda", "xpu"):
+        compiler = compiler_version(backend)
+        language = "CUDA" if backend == "cuda" else "CXX"
+        if compiler:
+            definitions.append(f"-DCMAKE_{language}_COMPILER={compiler[0]}")
+    if backend == "cuda":
+        most_archs = max((len(a or []) for a in variant["kernels"].values()), default=1)
+        definitions.append(f"-DNVCC_THREADS={max(1, min(most_archs, jobs or os.cpu_count() or 1))}")
+    return definitions
+
+
+def _check_archs(library: Path, variant: dict[str, Any]) -> None:
+    try:
+        found = compiled_archs(library, variant["backend"])
+    except ArchsUnknown as exc:
+        print(f"note: {library.name}: GPU archs not verified: {exc}", flush=True)
+        return
+    if found is not None and found != sorted(variant["archs"] or []):
+        raise BuildError(
+            f"{library.name} holds code for {', '.join(found) or 'no arch'}, but the plan "
+            f"asks for {', '.join(variant['archs'] or [])}"
+        )
+
+
+def _stage_compiled(
+    plan: dict[str, Any],
+    system: str,
+    name: str,
+    source_dir: Path,
+    target: Path,
+    work_dir: Path,
+    metadata: str,
+    jobs: int | None,
+) -> None:
+    variant = variant_of(plan, system, name)
+    project, build = work_dir / "project", work_dir / "build"
+    write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
+    definitions = _cmake_definitions(variant, source_dir, jobs)
+    run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
+    run_command(["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])])
+    run_command(["cmake", "--install", str(build), "--prefix", str(target)])
+    _check_archs(target / f"{variant['ops-id']}.abi3.so", variant)
+
+
+def _stage_noarch(plan: dict[str, Any], source_dir: Path, target: Path, metadata: str) -> None:
+    package = plan["package-dir"] + "/"
+    for source in plan["sources"]:
+        relative = source.removeprefix(package)
+        if source.startswith(package) and relative != "_ops.py":
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source_dir / source, target / relative)
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "_ops.py").write_text(noarch_ops_py(plan["python-name"], plan["unique-id"]))
+    (target / "metadata.json").write_text(metadata)
+
+
+def run_post_build_checks(variant_dir: Path, redistributable: bool) -> None:
+    """The post-build hook: kernelnix.checks over the staged variant directory.
+
+    Redistributable builds meet the default policy; host builds, which only
+    need to load on this machine, the manylinux policy of its glibc.
+    """
+    policy = DEFAULT_POLICY if redistributable else host_check_policy() or DEFAULT_POLICY
+    options = CheckOptions(policy=policy, redistributable=redistributable, python=sys.executable)
+    report = run_checks(variant_dir, options)
+    print(render_reports([report]), flush=True)
+    if not report.ok:
+        raise BuildError(f"{variant_dir.name}: the post-build checks failed (see above)")
+
+
+def _remove_bytecode(variant_dir: Path) -> None:
+    for cache in sorted(variant_dir.rglob("__pycache__"), reverse=True):
+        shutil.rmtree(cache)
+
+
+@contextmanager
+def _work_dir(work_dir: Path | None) -> Iterator[Path]:
+    if work_dir is not None:
+        work_dir.mkdir(parents=True, exist_ok=True)
+        yield work_dir
+        return
+    with tempfile.TemporaryDirectory(prefix="kernelnix-build-") as temporary:
+        yield Path(temporary)
+
+
+def _move_into_place(staged: Path, destination: Path) -> Path:
+    """Replace `destination` by `staged` (same file system); the old one is removed."""
+    if destination.exists():
+        old = staged.parent / f".old-{destination.name}"
+        destination.rename(old)
+    staged.rename(destination)
+    return destination
+
+
+def build_variant(
+    plan: dict[str, Any],
+    system: str,
+    variant_name: str,
+    source_dir: Path,
+    out_dir: Path,
+    *,
+    unique_id: str | None = None,
+    toolchain: str = "host",
+    redistributable: bool = False,
+    jobs: int | None = None,
+    work_dir: Path | None = None,
+) -> Path:
+    """Build one variant of `plan` into `out_dir/<variant_name>/` and return that path.
+
+    `unique_id` replaces the plan's (new ops id and metadata id). `work_dir`
+    keeps the CMake project and build tree (incremental rebuilds); without it
+    they live in a temporary directory that is removed afterwards.
+    """
+    if unique_id is not None:
+        plan = with_unique_id(plan, unique_id)
+    variant = variant_of(plan, system, variant_name)
+    reason = why_not_buildable(variant)
+    if reason:
+        raise UserError.single(f"cannot build {variant_name} on this machine: {reason}")
+    metadata = metadata_text(variant, toolchain, redistributable)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".kernelnix-", dir=out_dir) as staging:
+        target = Path(staging) / variant_name
+        if variant["kind"] == "noarch":
+            _stage_noarch(plan, source_dir, target, metadata)
+        else:
+            with _work_dir(work_dir) as work:
+                _stage_compiled(
+                    plan, system, variant_name, source_dir, target, work, metadata, jobs
+                )
+        run_post_build_checks(target, redistributable)
+        _remove_bytecode(target)
+        return _move_into_place(target, out_dir / variant_name)

@@ -1,0 +1,188 @@
+"""Commands that compile: build, build-variant (the Nix build step), create-pyproject."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from kernelnix.build import BuildError, build_variant
+from kernelnix.build.develop import create_pyproject
+from kernelnix.build.local import build_local
+from kernelnix.build.variant import TOOLCHAINS
+from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
+from kernelnix.diagnostics import UserError
+from kernelnix.plan import SCHEMA_VERSION, current_system
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+JOBS_OPTION = click.option(
+    "-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs (default: Ninja's)."
+)
+UNIQUE_ID_OPTION = click.option(
+    "--unique-id", help="Unique part of the op namespace (default: git tree id, else random)."
+)
+
+
+def reports_build_errors(func: F) -> F:
+    """A failed compile or check: its message on stderr and exit code 1."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except BuildError as exc:
+            click.echo(f"error: build failed: {exc}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@main.command("build")
+@DIR_ARGUMENT
+@click.option(
+    "--local", is_flag=True, help="Build with this machine's compilers and Torch, no Nix."
+)
+@click.option("--variant", metavar="NAME", help="Build only this variant.")
+@UNIQUE_ID_OPTION
+@JOBS_OPTION
+@reports_user_errors
+@reports_build_errors
+def build_command(
+    directory: Path, local: bool, variant: str | None, unique_id: str | None, jobs: int | None
+) -> None:
+    """Build the variants of DIRECTORY/build.toml into DIRECTORY/build/.
+
+    With --local, every variant this machine can build (its system, its
+    Torch, its compilers) is built without Nix; the others are listed with
+    the reason. The results are not redistributable.
+
+    \b
+    Examples:
+      kernelnix build --local examples/relu
+      kernelnix build --local examples/relu --variant torch213-cxx11-cpu-x86_64-linux
+    """
+    if not local:
+        from kernelnix.nixrun import NixOptions, build_with_nix
+
+        build_with_nix(directory, variant, unique_id, NixOptions(cores=jobs))
+        return
+    result = build_local(directory, variant, unique_id=unique_id, jobs=jobs)
+    print_warnings(result.warnings)
+    for name, reason in result.skipped.items():
+        click.echo(f"skipped {name}: {reason}")
+    for path in result.built:
+        click.echo(f"built {path}")
+    if not result.built:
+        raise UserError.single(
+            f"no variant of {directory} can be built on this machine ({current_system()})",
+            fix="see the reasons above; install the Torch and toolkit a variant needs",
+        )
+
+
+def _read_plan(path: Path) -> dict[str, Any]:
+    """A plan file of this kernelnix's schema, else a UserError."""
+    try:
+        plan = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError.single(f"not a plan file: {exc}", file=str(path)) from None
+    if not isinstance(plan, dict) or plan.get("schema-version") != SCHEMA_VERSION:
+        raise UserError.single(
+            f"plan schema {plan.get('schema-version') if isinstance(plan, dict) else None} "
+            f"is not {SCHEMA_VERSION}",
+            file=str(path),
+            fix="write the plan again with this kernelnix (kernelnix plan)",
+        )
+    return plan
+
+
+@main.command("build-variant")
+@click.option(
+    "--plan",
+    "plan_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The plan file (kernelnix plan).",
+)
+@click.option("--variant", required=True, metavar="NAME", help="The variant to build.")
+@click.option("--system", metavar="SYSTEM", help="The plan's system (default: this machine's).")
+@click.option(
+    "--source",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The kernel's directory (with build.toml).",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the variant directory OUT/NAME/ is written.",
+)
+@UNIQUE_ID_OPTION
+@click.option("--toolchain", type=click.Choice(TOOLCHAINS), default="host", show_default=True)
+@click.option("--redistributable", is_flag=True, help="Hold the result to the default policy.")
+@JOBS_OPTION
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the CMake project and build tree here (default: a temporary directory).",
+)
+@reports_user_errors
+@reports_build_errors
+def build_variant_command(
+    plan_path: Path,
+    variant: str,
+    system: str | None,
+    source: Path,
+    out: Path,
+    unique_id: str | None,
+    toolchain: str,
+    redistributable: bool,
+    jobs: int | None,
+    work_dir: Path | None,
+) -> None:
+    """Build one variant of a plan into OUT/NAME/ (the step a Nix derivation runs).
+
+    \b
+    Example:
+      kernelnix build-variant --plan kernelnix-plan.json \\
+        --variant torch213-cxx11-cpu-x86_64-linux --source . --out "$out"
+    """
+    plan = _read_plan(plan_path)
+    built = build_variant(
+        plan,
+        system or current_system(),
+        variant,
+        source,
+        out,
+        unique_id=unique_id,
+        toolchain=toolchain,
+        redistributable=redistributable,
+        jobs=jobs,
+        work_dir=work_dir,
+    )
+    click.echo(f"built {built}")
+
+
+@main.command("create-pyproject")
+@DIR_ARGUMENT
+@click.option("-f", "--force", is_flag=True, help="Overwrite files that exist.")
+@reports_user_errors
+def create_pyproject_command(directory: Path, force: bool) -> None:
+    """Write pyproject.toml and setup.py for local development in DIRECTORY.
+
+    `pip install --no-build-isolation -e DIRECTORY` then builds the variant of
+    this machine with kernelnix's CMake project and writes
+    compile_commands.json for IDEs.
+
+    \b
+    Example:
+      kernelnix create-pyproject examples/relu
+    """
+    for path in create_pyproject(directory, force=force):
+        click.echo(f"wrote {path}")

@@ -1,0 +1,41 @@
+"""The shared Jinja2 environment: templates live in the repository's `templates/`.
+
+Templates render text; Python never concatenates CMake or Nix by hand. Values
+from build.toml pass through the filter of the target language (`cmake`,
+`toml`, `py`: kernelnix.emit.escape).
+Undefined template variables are errors, never empty strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from kernelnix.emit.escape import cmake_bracket, python_string, toml_string
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+
+@cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["cmake"] = cmake_bracket
+    env.filters["toml"] = toml_string
+    env.filters["py"] = python_string
+    return env
+
+
+def render(name: str, context: Mapping[str, Any]) -> str:
+    """Render `templates/<name>` with `context`."""
+    return environment().get_template(name).render(**context)
