@@ -26,8 +26,15 @@ from kernelnix.plan import PLAN_FILE, PlanOptions, build_plan, current_system, p
 )
 @click.option("--all-systems", is_flag=True, help="List the variants of every system.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: system -> variant details.")
+@click.option(
+    "--nix",
+    is_flag=True,
+    help="List what the kernel's flake builds here instead (nix eval .#variants).",
+)
 @reports_user_errors
-def list_variants(directory: Path, system: str | None, all_systems: bool, as_json: bool) -> None:
+def list_variants(
+    directory: Path, system: str | None, all_systems: bool, as_json: bool, nix: bool
+) -> None:
     """List the build variants of DIRECTORY/build.toml, one per line.
 
     Names follow the Hub grammar, e.g. torch213-cxx11-cu126-x86_64-linux.
@@ -36,12 +43,22 @@ def list_variants(directory: Path, system: str | None, all_systems: bool, as_jso
     Examples:
       kernelnix list-variants examples/relu
       kernelnix list-variants examples/relu --all-systems --json
+      kernelnix list-variants examples/relu --nix
     """
     if system and all_systems:
         raise UserError.single(
             "--system and --all-systems are mutually exclusive", fix="pass one of them"
         )
     systems = _systems_option(system, all_systems)
+    if nix:
+        from kernelnix.nixrun import flake_variants
+
+        found = flake_variants(directory, systems)
+        if as_json:
+            click.echo(json.dumps(found, indent=2))
+        else:
+            _echo_names(found)
+        return
     loaded = load_config(directory)
     print_warnings(loaded.warnings)
     plan = build_plan(loaded, PlanOptions(systems=systems))
@@ -58,7 +75,11 @@ def list_variants(directory: Path, system: str | None, all_systems: bool, as_jso
             )
         )
         return
-    for name in (n for s in plan["systems"].values() for n in s["variants"]):
+    _echo_names({s: plan["systems"][s]["variants"] for s in plan["systems"]})
+
+
+def _echo_names(names: dict[str, list[str]]) -> None:
+    for name in (n for system_names in names.values() for n in system_names):
         click.echo(name)
 
 

@@ -1,0 +1,98 @@
+"""Commands over the kernel's Nix flake: generate, build-and-copy.
+
+`kernelnix build` (without --local) and `list-variants --nix` reach Nix through
+kernelnix.nixrun as well.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
+from kernelnix.config import load_config
+from kernelnix.generate import TOOLCHAINS, generate
+from kernelnix.nixrun import NixOptions, build_and_copy
+
+
+def nix_options(func: Any) -> Any:
+    """The options passed through to nix: -L, --max-jobs, --cores."""
+    for option in reversed(
+        [
+            click.option("-L", "--print-build-logs", is_flag=True, help="Show build logs."),
+            click.option("--max-jobs", type=int, help="Builds Nix runs at once."),
+            click.option("--cores", type=int, help="CPU cores each build may use."),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+@main.command("generate")
+@DIR_ARGUMENT
+@click.option(
+    "--kernelnix-url",
+    metavar="URL",
+    help="The flake input of kernelnix, e.g. git+file:///path/to/kernelnix "
+    "(default: that of the generated flake.nix, else the registry name `kernelnix`).",
+)
+@click.option(
+    "--toolchain",
+    type=click.Choice(TOOLCHAINS),
+    help="Build with this machine's tools (host) or nixpkgs (hermetic). Default: host.",
+)
+@click.option("--force", is_flag=True, help="Overwrite a flake.nix that was edited.")
+@click.option(
+    "--no-host-record",
+    is_flag=True,
+    help="Do not write kernelnix-host.json (this machine's Python, Torch, compilers).",
+)
+@reports_user_errors
+def generate_command(
+    directory: Path,
+    kernelnix_url: str | None,
+    toolchain: str | None,
+    force: bool,
+    no_host_record: bool,
+) -> None:
+    """Write DIRECTORY's flake.nix, kernelnix-plan.json and kernelnix-host.json.
+
+    Run it after editing build.toml: the flake refuses a stale plan. A flake.nix
+    you edited is kept unless --force is given. Nix sees only files git tracks:
+    `git add` the new files.
+
+    \b
+    Example:
+      kernelnix generate path/to/kernel --kernelnix-url git+file:///src/kernelnix
+    """
+    loaded = load_config(directory)
+    print_warnings(loaded.warnings)
+    generated = generate(
+        loaded,
+        kernelnix_url=kernelnix_url,
+        toolchain=toolchain,
+        force=force,
+        host_record=not no_host_record,
+    )
+    for written in generated.written:
+        click.echo(written.describe())
+    for note in generated.notes:
+        click.echo(f"note: {note}", err=True)
+
+
+@main.command("build-and-copy")
+@DIR_ARGUMENT
+@nix_options
+@reports_user_errors
+def build_and_copy_command(
+    directory: Path, print_build_logs: bool, max_jobs: int | None, cores: int | None
+) -> None:
+    """Build DIRECTORY's bundle with Nix and copy its variants into DIRECTORY/build.
+
+    \b
+    Example:
+      kernelnix build-and-copy examples/relu
+    """
+    build_and_copy(directory, NixOptions(print_build_logs, max_jobs, cores))

@@ -1,0 +1,92 @@
+# The runnable outputs: ci-test, build-and-copy, build-and-upload. Scripts are
+# plain text; the only values in them are store paths, variant names (checked
+# by util.checkVariantName) and strings passed through util.shellQuote.
+{ util, kernelnixSrc }:
+{
+  system,
+  plan,
+  toolchain,
+  tests,
+}:
+let
+  inherit (util) shellQuote;
+  hub = plan.config.general.hub or { };
+  repoId = hub.repo-id or null;
+
+  # Shell assignments for the toolchain's script environment, then its setup.
+  prelude =
+    builtins.concatStringsSep "" (
+      builtins.attrValues (builtins.mapAttrs (n: v: "${n}=${shellQuote "${v}"}\n") toolchain.scriptEnv)
+    )
+    + ''. "$hostEnv"'';
+
+  script =
+    name: body:
+    util.mkScript {
+      inherit system name;
+      text = ''
+        #!/bin/sh
+        set -eu
+        ${prelude}
+        ${body}
+      '';
+    };
+in
+{
+  # `nix run .#ciTests.<variant>`: pytest -m kernels_ci on tests/ against the
+  # built variant; exit 5 (no test selected) counts as a pass. Like the
+  # reference, the variant directory is on PYTHONPATH and in LOCAL_KERNELS;
+  # KERNEL_PATH (the variant's output) lets tests use kernels.get_local_kernel.
+  ciTest =
+    variantName: variant:
+    if tests == null then
+      script "ci-test" ''echo "ci-test: no tests/ directory; nothing to run"''
+    else
+      script "ci-test" ''
+        unset LD_LIBRARY_PATH
+        export PYTHONPATH=${variant}/${variantName} KERNEL_PATH=${variant} PYTHONDONTWRITEBYTECODE=1
+        ${if repoId == null then "" else "export LOCAL_KERNELS=${shellQuote "${repoId}=${variant}"}"}
+        cd ${tests}
+        status=0
+        "$KERNELNIX_PYTHON" -m pytest ${tests}/tests -m kernels_ci -p no:cacheprovider \
+          -o 'markers=kernels_ci: tests run against a built variant' "$@" || status=$?
+        if [ "$status" -eq 5 ]; then
+          echo "ci-test: no kernels_ci tests selected"
+          exit 0
+        fi
+        exit "$status"
+      '';
+
+  # `nix run .#build-and-copy`: the bundle's variants into ./build, writable.
+  buildAndCopy =
+    bundle:
+    script "build-and-copy" ''
+      mkdir -p build
+      for entry in ${bundle}/*; do
+        [ -e "$entry" ] || continue
+        name=$(basename "$entry")
+        rm -rf "build/$name"
+        cp -r "$entry" "build/$name"
+        echo "build/$name"
+      done
+      chmod -R +w build
+    '';
+
+  # `nix run .#build-and-upload [-- --dry-run ...]`, in the kernel directory:
+  # build-and-copy, then `kernelnix upload` of ./build to the Hub repo of
+  # build.toml (which refuses variants of a non-redistributable toolchain).
+  buildAndUpload =
+    buildAndCopy:
+    script "build-and-upload" (
+      if repoId == null then
+        throw "kernelnix: build-and-upload needs the Hub repo: set `repo-id` under [general.hub] in build.toml, then run `kernelnix generate`"
+      else
+        ''
+          ${buildAndCopy}/bin/build-and-copy
+          export PYTHONPATH=${kernelnixSrc}
+          exec "$KERNELNIX_PYTHON" -m kernelnix upload --repo-id ${shellQuote repoId} ${
+            if hub ? branch then "--branch ${shellQuote hub.branch} " else ""
+          }"$@" .
+        ''
+    );
+}

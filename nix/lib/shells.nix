@@ -1,0 +1,38 @@
+# `nix develop` shells. Dev shell: the toolchain's environment plus a
+# `kernelnix` function (for `kernelnix build --local`) and
+# LOCAL_KERNELS=<repo-id>=$PWD/build. Test shell: a built variant on
+# PYTHONPATH, in LOCAL_KERNELS and KERNEL_PATH, like ci-test.
+{ util, kernelnixSrc }:
+{
+  system,
+  plan,
+  toolchain,
+}:
+let
+  repoId = (plan.config.general.hub or { }).repo-id or "";
+  setup = ''
+    . "$hostEnv"
+    kernelnix() { PYTHONPATH="$KERNELNIX_SOURCE''${PYTHONPATH:+:$PYTHONPATH}" "$KERNELNIX_PYTHON" -m kernelnix "$@"; }
+  '';
+  shell =
+    name: env: shellHook:
+    util.mkShell {
+      inherit system name;
+      env = toolchain.shellEnv // env // { KERNELNIX_REPO_ID = repoId; KERNELNIX_SOURCE = kernelnixSrc; };
+      shellHook = setup + shellHook;
+    };
+in
+{
+  dev =
+    variantName:
+    shell "${plan.python-name}-dev-shell" { KERNELNIX_VARIANT = variantName; } ''
+      if [ -n "$KERNELNIX_REPO_ID" ]; then export LOCAL_KERNELS="$KERNELNIX_REPO_ID=$PWD/build"; fi
+    '';
+  test =
+    variantName: variant:
+    shell "${plan.python-name}-test-shell" { KERNELNIX_VARIANT = variantName; KERNELNIX_VARIANT_DIR = variant; } ''
+      unset LD_LIBRARY_PATH
+      export PYTHONPATH="$KERNELNIX_VARIANT_DIR/$KERNELNIX_VARIANT" KERNEL_PATH="$KERNELNIX_VARIANT_DIR"
+      if [ -n "$KERNELNIX_REPO_ID" ]; then export LOCAL_KERNELS="$KERNELNIX_REPO_ID=$KERNELNIX_VARIANT_DIR"; fi
+    '';
+}

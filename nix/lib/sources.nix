@@ -1,0 +1,43 @@
+# The parts of the kernel directory that derivations read, as filtered store
+# paths: editing a file outside them (README, CI config) rebuilds nothing.
+{ util }:
+{ path, plan }:
+let
+  root = toString path;
+  relative = p: util.removePrefix (root + "/") (toString p);
+  asSet = names: builtins.listToAttrs (map (name: { inherit name; value = true; }) names);
+
+  # Exactly these files (and the directories that lead to them).
+  onlyFiles =
+    files:
+    let
+      fileSet = asSet files;
+      dirSet = asSet (builtins.concatMap util.parentDirs files);
+    in
+    p: type: (if type == "directory" then dirSet else fileSet) ? ${relative p};
+
+  # Everything below a top-level directory, except Python bytecode.
+  underDir =
+    dir: p: type:
+    let
+      rel = relative p;
+    in
+    (rel == dir || util.hasPrefix (dir + "/") rel)
+    && baseNameOf p != "__pycache__"
+    && !util.hasSuffix ".pyc" rel;
+
+  filtered =
+    name: filter:
+    builtins.path {
+      inherit path name filter;
+    };
+  optionalDir =
+    dir: name: if builtins.pathExists (path + "/${dir}") then filtered name (underDir dir) else null;
+in
+{
+  # What a variant build reads: the plan's `sources` and the plan itself.
+  build = filtered "${plan.python-name}-source" (onlyFiles (plan.sources ++ [ "kernelnix-plan.json" ]));
+  # tests/ for ci-test, benchmarks/ for the bundle; null when absent.
+  tests = optionalDir "tests" "${plan.python-name}-tests";
+  benchmarks = optionalDir "benchmarks" "${plan.python-name}-benchmarks";
+}

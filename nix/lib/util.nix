@@ -1,0 +1,115 @@
+# Small helpers the library needs, written against builtins only (no nixpkgs).
+rec {
+  # eachSystem [ "x86_64-linux" ] (system: { packages = { ... }; })
+  #   == { packages.x86_64-linux = { ... }; }
+  eachSystem =
+    systems: f:
+    builtins.foldl' (
+      acc: system:
+      acc // builtins.mapAttrs (output: value: (acc.${output} or { }) // { ${system} = value; }) (f system)
+    ) { } systems;
+
+  hasPrefix = prefix: s: builtins.substring 0 (builtins.stringLength prefix) s == prefix;
+
+  hasSuffix =
+    suffix: s:
+    let
+      n = builtins.stringLength s;
+      k = builtins.stringLength suffix;
+    in
+    n >= k && builtins.substring (n - k) k s == suffix;
+
+  removePrefix =
+    prefix: s:
+    if hasPrefix prefix s then
+      builtins.substring (builtins.stringLength prefix) (builtins.stringLength s) s
+    else
+      s;
+
+  # Attribute set with the given names, each mapped through f.
+  genAttrs =
+    names: f:
+    builtins.listToAttrs (
+      map (name: {
+        inherit name;
+        value = f name;
+      }) names
+    );
+
+  # The first element of a list satisfying pred, or null.
+  findFirst =
+    pred: list:
+    let
+      found = builtins.filter pred list;
+    in
+    if found == [ ] then null else builtins.head found;
+
+  # The directories above a relative path: "a/b/c.h" -> [ "a" "a/b" ].
+  parentDirs =
+    rel:
+    let
+      parts = builtins.filter builtins.isString (builtins.split "/" rel);
+      count = builtins.length parts - 1;
+      prefix = n: builtins.concatStringsSep "/" (builtins.genList (i: builtins.elemAt parts i) n);
+    in
+    builtins.genList (i: prefix (i + 1)) count;
+
+  # Quote a string as one POSIX shell word: the only way a value from build.toml
+  # (e.g. the Hub repo id) enters a generated script.
+  shellQuote = s: "'" + builtins.replaceStrings [ "'" ] [ "'\\''" ] s + "'";
+
+  # Variant names come from the matrix grammar; check them before they become
+  # attribute names, store path names and words in scripts.
+  checkVariantName =
+    name:
+    if builtins.match "[a-z0-9][a-z0-9._-]*" name != null then
+      name
+    else
+      throw "kernelnix: invalid variant name '${name}' in kernelnix-plan.json; run `kernelnix generate`";
+
+  # A runnable script (like nixpkgs' writeShellScriptBin): $out/bin/<name>.
+  # `text` is the whole script; it reaches the builder as an environment
+  # variable, never as Nix or shell code.
+  mkScript =
+    {
+      system,
+      name,
+      text,
+    }:
+    builtins.derivation {
+      inherit system name text;
+      builder = "/bin/sh";
+      args = [
+        "-c"
+        ''mkdir -p "$out/bin" && printf '%s' "$text" > "$out/bin/$name" && chmod +x "$out/bin/$name"''
+      ];
+      PATH = "/usr/bin:/bin";
+      preferLocalBuild = true;
+      allowSubstitutes = false;
+    }
+    // {
+      meta.mainProgram = name;
+    };
+
+  # A derivation for `nix develop`: the variables in `env` plus `shellHook`.
+  # Building it is not meant to work; `nix develop` only reads its environment.
+  mkShell =
+    {
+      system,
+      name,
+      env,
+      shellHook ? "",
+    }:
+    builtins.derivation (
+      env
+      // {
+        inherit system name shellHook;
+        builder = "/bin/bash";
+        outputs = [ "out" ];
+        args = [
+          "-c"
+          "echo 'kernelnix: ${name} is a shell for `nix develop`, not a package' >&2; exit 1"
+        ];
+      }
+    );
+}

@@ -1,0 +1,102 @@
+# The host toolchain: this machine's compilers and the Python environment that
+# has torch. Impure (needs `sandbox = false`), offers only the variants this
+# machine can build, and marks them non-redistributable (`--toolchain host`).
+#
+# What this machine can build comes from kernelnix-host.json next to flake.nix,
+# written by `kernelnix generate` (kernelnix.nixhost). Without it, the
+# toolchain assumes the CPU variants of the newest Torch in the plan and finds
+# python3 at build time (host/env.sh); a wrong guess fails the build with a
+# message that says to run `kernelnix generate`.
+#
+# Interface shared by every toolchain (see docs/flake.md):
+#   { util, kernelnixSrc } -> { path, plan, nixpkgs } -> {
+#     name; redistributable;
+#     offers = system -> name -> variant -> bool;  # variant: the plan's entry
+#     mkVariant = { system, name, variant, src, uniqueId } -> derivation;  # $out/<name>/
+#     scriptEnv = attrs;    # env of generated scripts: they source $hostEnv first
+#     shellEnv = attrs;     # env of dev and test shells
+#   }
+{ util, kernelnixSrc }:
+{
+  path,
+  plan,
+  nixpkgs ? null,
+}:
+let
+  recordFile = path + "/kernelnix-host.json";
+  regenerate = "run `kernelnix generate` to record this machine's toolchain";
+  record =
+    if !builtins.pathExists recordFile then
+      null
+    else
+      let
+        data = builtins.fromJSON (builtins.readFile recordFile);
+      in
+      if (data.schema-version or null) == 1 then
+        data
+      else
+        throw "kernelnix: kernelnix-host.json has an unknown schema version; ${regenerate}";
+
+  # Without a record: the CPU variants of the newest Torch in the plan.
+  isCpu = v: v.backend == "cpu" && v.kind != "tvm-ffi";
+  newestCpuTorch =
+    system:
+    builtins.foldl' (
+      best: v: if best == null || builtins.compareVersions v.torch best > 0 then v.torch else best
+    ) null (builtins.filter isCpu (builtins.attrValues plan.variants.${system}));
+  guess =
+    system: v:
+    isCpu v
+    && (
+      v.kind == "noarch"
+      || (v.kind == "stable-abi" && builtins.compareVersions (newestCpuTorch system) v.stable-abi >= 0)
+      || v.torch == newestCpuTorch system
+    );
+
+  offers =
+    system: name: variant:
+    if record == null then
+      guess system variant
+    else
+      record.system == system && builtins.elem name record.variants;
+
+  scriptEnv = {
+    hostEnv = ./host/env.sh;
+    hostPython = if record == null then "" else record.python;
+    hostPath = if record == null then "" else builtins.concatStringsSep ":" record.path;
+  };
+
+  mkVariant =
+    {
+      system,
+      name,
+      variant,
+      src,
+      uniqueId,
+    }:
+    builtins.derivation (
+      scriptEnv
+      // {
+        inherit system src uniqueId;
+        name = "${plan.python-name}-${name}";
+        builder = "/bin/sh";
+        args = [ ./host/build-variant.sh ];
+        kernelnix = kernelnixSrc;
+        variant = name;
+        targetSystem = variant.system;
+        torchRequirement = if variant.kind == "arch" || variant.kind == "tvm-ffi" then variant.torch else "any";
+        preferLocalBuild = true;
+        allowSubstitutes = false;
+      }
+    );
+in
+{
+  name = "host";
+  redistributable = false;
+  inherit
+    offers
+    mkVariant
+    scriptEnv
+    ;
+  shellEnv = scriptEnv;
+}
