@@ -59,6 +59,16 @@ COMMAND_MODULES = {
     "list-variants": "plan",
     "plan": "plan",
     "check": "check",
+    "build": "build",
+    "build-variant": "build",
+    "create-pyproject": "build",
+    "generate": "nix",
+    "build-and-copy": "nix",
+    "init": "author",
+    "hash": "author",
+    "fill-card": "author",
+    "upload": "author",
+    "build-and-upload": "author",
 }
 
 

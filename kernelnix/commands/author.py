@@ -1,0 +1,244 @@
+"""Commands for kernel authors: init, hash, fill-card, upload, build-and-upload."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
+from kernelnix.commands.nix import nix_options
+from kernelnix.config import load_config
+from kernelnix.config.types import BACKENDS
+from kernelnix.diagnostics import display_path
+from kernelnix.fileio import write_atomic
+from kernelnix.hub import REPO_TYPES, HubError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_HUB_ERROR = 1
+
+
+class SpreadValues(click.Command):
+    """Lets `--backends cpu cuda` stand for `--backends cpu --backends cuda`, as upstream.
+
+    Only known backend names (and `all`) are taken as further values, so a
+    PATH after the list stays the PATH.
+    """
+
+    spread_option = "--backends"
+    spread_values = frozenset([*BACKENDS, "all"])
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, self.spread(args))
+
+    def spread(self, args: Sequence[str]) -> list[str]:
+        result: list[str] = []
+        spreading = False
+        for arg in args:
+            if spreading and arg.lower() in self.spread_values:
+                result += [self.spread_option, arg]
+                continue
+            opens = result[-1:] == [self.spread_option] or arg.startswith(f"{self.spread_option}=")
+            result.append(arg)
+            spreading = opens
+        return result
+
+
+def default_backends() -> list[str]:
+    return ["metal"] if sys.platform == "darwin" else ["cuda"]
+
+
+@main.command("init", cls=SpreadValues)
+@click.argument("path", required=False)
+@click.option("--name", metavar="OWNER/REPO", help="The kernel's Hub repository.")
+@click.option(
+    "--backends",
+    multiple=True,
+    metavar="BACKEND...",
+    default=default_backends,
+    help=f"`all` or some of: {', '.join(BACKENDS)} (default: cuda; metal on macOS).",
+)
+@click.option("--license", "license_", default="Apache-2.0", show_default=True, metavar="ID")
+@click.option("--overwrite", is_flag=True, help="Replace scaffold files that exist.")
+@reports_user_errors
+def init_command(
+    path: str | None, name: str | None, backends: tuple[str, ...], license_: str, overwrite: bool
+) -> None:
+    """Create a kernel project: build.toml, a sample kernel (out = in + 1), tests,
+    a card template, the flake files; then `git init` and stage everything.
+
+    The directory is ./REPO of --name OWNER/REPO, or PATH. Without --name,
+    PATH must be OWNER/REPO.
+
+    \b
+    Examples:
+      kernelnix init --name my-org/add-one --backends cpu cuda
+      kernelnix init my-org/add-one --backends all
+    """
+    from kernelnix.scaffold import init_project, resolve_backends, resolve_target
+
+    names, directory = resolve_target(path, name, Path.cwd())
+    done = init_project(directory, names, resolve_backends(backends), license_, overwrite)
+    print_warnings(done.warnings)
+    for note in done.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"Initialized {names.repo_id} in {display_path(directory)}")
+
+
+@main.command("hash")
+@DIR_ARGUMENT
+@reports_user_errors
+def hash_command(directory: Path) -> None:
+    """Write the SHA-256 digest of every variant's files into its metadata.json.
+
+    DIRECTORY is a variant, or holds variants in result/, build/ or itself.
+    The `kernels` loader checks the digest of signed variants.
+
+    \b
+    Example:
+      kernelnix hash examples/relu
+    """
+    from kernelnix.digest import hash_variants
+
+    for variant, digest in hash_variants(directory):
+        click.echo(f"hashed {display_path(variant)}: {len(digest.files)} files")
+
+
+@main.command("fill-card")
+@DIR_ARGUMENT
+@click.argument("output", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@reports_user_errors
+def fill_card_command(directory: Path, output: Path | None) -> None:
+    """Render DIRECTORY's card (its CARD.md template, else the default) to OUTPUT or stdout.
+
+    \b
+    Example:
+      kernelnix fill-card examples/relu build/CARD.md
+    """
+    from kernelnix.card import render_card
+
+    loaded = load_config(directory)
+    print_warnings(loaded.warnings)
+    text = render_card(loaded)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    write_atomic(output, text)
+    click.echo(f"wrote {display_path(output)}", err=True)
+
+
+def reports_hub_errors(func: F) -> F:
+    """The Hub unreachable or refusing a request: the message on stderr, exit code 1."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except HubError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_HUB_ERROR)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def upload_options(func: F) -> F:
+    options = [
+        click.option("--repo-id", metavar="OWNER/NAME", help="Default: general.hub.repo-id."),
+        click.option(
+            "--branch", help="Default: general.hub.branch, else v<version> of the variants."
+        ),
+        click.option("--private", is_flag=True, help="Create the repository as private."),
+        click.option(
+            "--repo-type",
+            type=click.Choice(REPO_TYPES),
+            default="kernel",
+            show_default=True,
+            help="`model` for repositories created before the Hub had kernel repositories.",
+        ),
+        click.option("--create-pr", is_flag=True, help="Open pull requests instead of pushing."),
+        click.option(
+            "--dry-run", is_flag=True, help="Print the planned commits; change nothing on the Hub."
+        ),
+        click.option(
+            "--no-import",
+            is_flag=True,
+            help="Skip importing each variant through the kernels loader (other checks run).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _upload(directory: Path, dry_run: bool, no_import: bool, **options: Any) -> None:
+    from kernelnix.checks import CheckOptions
+    from kernelnix.hub import UploadOptions, upload
+
+    settings = UploadOptions(**options, checks=CheckOptions(import_check=not no_import))
+    result = upload(directory, settings, dry_run=dry_run)
+    release, remote = result.release, result.remote
+    print_warnings(release.warnings)
+    new = "" if remote.branch_exists else " (new)"
+    click.echo(
+        f"{len(release.variants)} variant(s) for {release.repo_id}, branch {release.branch}{new}"
+    )
+    for commit in result.commits:
+        click.echo(f"commit to {commit.branch}: {len(commit.operations)} operation(s)")
+        if dry_run:
+            for operation in commit.operations:
+                click.echo(f"  {operation.describe()}")
+    click.echo(
+        f"dry run: nothing was sent to {result.url}" if dry_run else f"uploaded: {result.url}"
+    )
+
+
+@main.command("upload")
+@DIR_ARGUMENT
+@upload_options
+@reports_user_errors
+@reports_hub_errors
+def upload_command(directory: Path, dry_run: bool, no_import: bool, **options: Any) -> None:
+    """Upload the checked build variants of DIRECTORY to the Hugging Face Hub.
+
+    Variants go to build/<variant>/ on the version branch, benchmarks/benchmark*.py
+    beside them, the card to README.md on main. A variant that fails the
+    post-build checks is refused. Logs in with HF_TOKEN or `hf auth login`.
+
+    \b
+    Examples:
+      kernelnix upload --dry-run examples/relu
+      kernelnix upload --repo-id my-org/relu --branch v2 .
+    """
+    _upload(directory, dry_run, no_import, **options)
+
+
+@main.command("build-and-upload")
+@DIR_ARGUMENT
+@upload_options
+@nix_options
+@reports_user_errors
+@reports_hub_errors
+def build_and_upload_command(
+    directory: Path,
+    dry_run: bool,
+    no_import: bool,
+    print_build_logs: bool,
+    max_jobs: int | None,
+    cores: int | None,
+    **options: Any,
+) -> None:
+    """Build DIRECTORY's bundle with Nix into DIRECTORY/build, then upload it.
+
+    \b
+    Example:
+      kernelnix build-and-upload --dry-run examples/relu
+    """
+    from kernelnix.nixrun import NixOptions, build_and_copy
+
+    build_and_copy(directory, NixOptions(print_build_logs, max_jobs, cores))
+    _upload(directory, dry_run, no_import, **options)
