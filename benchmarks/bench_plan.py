@@ -48,6 +48,7 @@ def make_project(root: Path, files_per_kernel: int = 260) -> int:
     package.mkdir(parents=True)
     for n in range(40):
         (package / f"m{n}.py").write_text("x = 1\n")
+    (root / "torch-ext" / "torch_binding.cpp").write_text("// binding\n")
     (root / "build.toml").write_text(
         '[general]\nname = "big"\nversion = 1\nedition = 5\nlicense = "MIT"\n'
         f"backends = {BACKENDS!r}\n".replace("'", '"')

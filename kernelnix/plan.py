@@ -83,7 +83,7 @@ def missing_sources(loaded: LoadedConfig) -> list[Diagnostic]:
             fix="create it or fix the path (relative to build.toml's directory)",
         )
         for key, value, must_exist in declared_paths(loaded.config)
-        if must_exist and not (root / value).is_file()
+        if must_exist and not os.path.isfile(os.path.join(root, value))
     ]
 
 

@@ -34,7 +34,7 @@ from kernelnix.config.model import (
     BuildConfig,
     Table,
 )
-from kernelnix.config.paths import declared_paths, escape_reason
+from kernelnix.config.paths import EscapeChecker, declared_paths
 from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError, toml_type_name
 from kernelnix.config.upgrade import upgrade_document
 from kernelnix.diagnostics import Diagnostic, UserError, display_path
@@ -272,10 +272,10 @@ def _finish(
 
 
 def _escaping_paths(reporter: _Reporter, config: BuildConfig) -> list[Diagnostic]:
-    root = reporter.path.parent
+    checker = EscapeChecker(reporter.path.parent)
     errors = []
     for key, value, _ in declared_paths(config):
-        reason = escape_reason(root, value)
+        reason = checker.reason(value)
         if reason:
             errors.append(
                 reporter.at(
