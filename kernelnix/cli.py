@@ -35,6 +35,24 @@ def print_warnings(warnings: Iterable[Diagnostic]) -> None:
         click.echo(warning.render(), err=True)
 
 
+def exits_on(error: type[Exception], prefix: str, code: int = 1) -> Callable[[F], F]:
+    """A decorator: `error` raised by the command becomes `error: <prefix><message>` on
+    stderr and exit code `code`, no traceback (failures that are not bad input)."""
+
+    def decorate(func: F) -> F:
+        @wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return func(*args, **kwargs)
+            except error as exc:
+                click.echo(f"error: {prefix}{exc}", err=True)
+                sys.exit(code)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
 def reports_user_errors(func: F) -> F:
     """Turn a UserError into its diagnostics on stderr and exit code 2, no traceback."""
 

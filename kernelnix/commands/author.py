@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
-from functools import wraps
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
+from kernelnix.cli import DIR_ARGUMENT, F, exits_on, main, print_warnings, reports_user_errors
 from kernelnix.commands.nix import nix_options
 from kernelnix.config import load_config
 from kernelnix.config.types import BACKENDS
 from kernelnix.diagnostics import display_path
 from kernelnix.fileio import write_atomic
 from kernelnix.hub import REPO_TYPES, HubError
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_HUB_ERROR = 1
 
@@ -132,18 +129,8 @@ def fill_card_command(directory: Path, output: Path | None) -> None:
     click.echo(f"wrote {display_path(output)}", err=True)
 
 
-def reports_hub_errors(func: F) -> F:
-    """The Hub unreachable or refusing a request: the message on stderr, exit code 1."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except HubError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_HUB_ERROR)
-
-    return wrapper  # type: ignore[return-value]
+# The Hub unreachable or refusing a request: the message on stderr, exit code 1.
+reports_hub_errors = exits_on(HubError, "", EXIT_HUB_ERROR)
 
 
 def upload_options(func: F) -> F:

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
@@ -15,11 +12,9 @@ from kernelnix.build import BuildError, build_variant
 from kernelnix.build.develop import create_pyproject
 from kernelnix.build.local import build_local
 from kernelnix.build.variant import TOOLCHAINS
-from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
+from kernelnix.cli import DIR_ARGUMENT, exits_on, main, print_warnings, reports_user_errors
 from kernelnix.diagnostics import UserError
 from kernelnix.plan import SCHEMA_VERSION, current_system
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 JOBS_OPTION = click.option(
     "-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs (default: Ninja's)."
@@ -29,18 +24,8 @@ UNIQUE_ID_OPTION = click.option(
 )
 
 
-def reports_build_errors(func: F) -> F:
-    """A failed compile or check: its message on stderr and exit code 1."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except BuildError as exc:
-            click.echo(f"error: build failed: {exc}", err=True)
-            sys.exit(1)
-
-    return wrapper  # type: ignore[return-value]
+# A failed compile or check: its message on stderr and exit code 1.
+reports_build_errors = exits_on(BuildError, "build failed: ")
 
 
 @main.command("build")
