@@ -63,13 +63,17 @@ def check_unique_id(value: str) -> str:
     return value
 
 
-def unique_id(directory: Path, explicit: str | None = None) -> str:
+def unique_id_for(explicit: str | None, state: GitState | None) -> str:
+    """The unique part from an explicit option, else the git state, else random."""
     if explicit is not None:
         return check_unique_id(explicit.replace("-", "_"))
-    state = git_state(directory)
     if state is None:
         return random_unique_id()
     return state.tree[:7] + ("_dirty" if state.dirty else "")
+
+
+def unique_id(directory: Path, explicit: str | None = None) -> str:
+    return unique_id_for(explicit, git_state(directory) if explicit is None else None)
 
 
 def ops_id(python_name: str, backend: str, unique: str) -> str:

@@ -20,7 +20,7 @@ from kernelnix.config.load import LoadedConfig, format_key_path
 from kernelnix.config.model import BuildConfig, CudaKernel, KernelBase
 from kernelnix.config.paths import declared_paths
 from kernelnix.diagnostics import Diagnostic, UserError, display_path
-from kernelnix.ids import GitState, git_state, ops_id, unique_id
+from kernelnix.ids import GitState, git_state, ops_id, unique_id_for
 from kernelnix.matrix import Matrix, Variant, best_variant, load_matrix, variants_for_system
 from kernelnix.metadata import (
     BUILDER_VERSION,
@@ -176,11 +176,7 @@ def build_plan(
     config = loaded.config
     directory = loaded.path.parent
     git = git_state(directory) if options.unique_id is None else None
-    unique = (
-        unique_id(directory, options.unique_id)
-        if git is None
-        else (git.tree[:7] + ("_dirty" if git.dirty else ""))
-    )
+    unique = unique_id_for(options.unique_id, git)
     provenance = _provenance(git)
     systems: dict[str, Any] = {}
     variants: dict[str, Any] = {}
