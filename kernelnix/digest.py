@@ -19,20 +19,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from kernelnix.checks import discover_variants
 from kernelnix.config.load import format_key_path
 from kernelnix.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.fileio import write_atomic
 from kernelnix.metadata import Digest, Metadata
+from kernelnix.schema import SchemaError
 
 METADATA = "metadata.json"
 UNHASHED = frozenset({METADATA, "metadata.json.sigstore"})  # top level only
 BYTECODE_DIR = "__pycache__"
 Algorithm = Literal["sha256", "sha512"]
 _CHUNK = 1 << 20
-_METADATA_KEYS = frozenset(field.alias or name for name, field in Metadata.model_fields.items())
+_METADATA_KEYS = frozenset(spec.key for spec in Metadata.schema_fields().values())
 
 
 @dataclass(frozen=True)
@@ -60,12 +59,12 @@ def read_metadata(variant_dir: Path) -> VariantMetadata:
     if not isinstance(raw, dict):
         raise UserError.single(f"expected a JSON object, found {type(raw).__name__}", file=where)
     try:
-        model = Metadata.model_validate({k: v for k, v in raw.items() if k in _METADATA_KEYS})
-    except ValidationError as exc:
+        model = Metadata.validate({k: v for k, v in raw.items() if k in _METADATA_KEYS})
+    except SchemaError as exc:
         raise UserError(
             [
-                Diagnostic(error["msg"], file=where, key=format_key_path(error["loc"]), fix=fix)
-                for error in exc.errors()
+                Diagnostic(issue.message, file=where, key=format_key_path(issue.loc), fix=fix)
+                for issue in exc.issues
             ]
         ) from None
     return VariantMetadata(path, raw, model)
@@ -138,7 +137,7 @@ def stale_digest(variant_dir: Path, metadata: Metadata) -> list[str]:
 
 def with_digest(raw: dict[str, Any], digest: Digest) -> dict[str, Any]:
     """`raw` with `digest` set: in place if present, else before `provenance` (reference order)."""
-    value = digest.model_dump(mode="json", by_alias=True)
+    value = digest.to_data()
     if "digest" in raw or "provenance" not in raw:
         return {**raw, "digest": value}
     result: dict[str, Any] = {}

@@ -10,77 +10,65 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from kernelnix import __version__
 from kernelnix.config.model import BuildConfig, KernelDependencyRef
-from kernelnix.config.types import Backend, KernelName
+from kernelnix.config.types import Backend, KernelName, NonNegativeInt
+from kernelnix.schema import Model, field
 
 BUILDER_VERSION = f"kernelnix {__version__}"
 
 
-class _Json(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=lambda n: n.replace("_", "-"),
-        populate_by_name=True,
-        extra="forbid",
-        strict=True,
-        frozen=True,
-    )
-
-
-class BackendInfo(_Json):
+class BackendInfo(Model):
     type: Backend
     archs: list[str] | None = None
 
 
-class Digest(_Json):
+class Digest(Model):
     algorithm: Literal["sha256", "sha512"]
     files: dict[str, str]
 
 
-class BuilderVersion(_Json):
+class BuilderVersion(Model):
     version: str
     commit: str | None = None
     dirty: bool | None = None
 
 
-class KernelGit(_Json):
+class KernelGit(Model):
     commit: str
     dirty: bool
 
 
-class BuildProvenance(_Json):
+class BuildProvenance(Model):
     """kernelnix's own record: which toolchain built it and whether it may be shared."""
 
     toolchain: str
     redistributable: bool
 
 
-class Provenance(_Json):
+class Provenance(Model):
     kernel_builder: BuilderVersion
     kernel: KernelGit | None = None
     kernelnix: BuildProvenance | None = None
 
 
-class Metadata(_Json):
+class Metadata(Model):
     """One variant's metadata.json, fields in the reference's order."""
 
     name: KernelName
     id: str
-    version: int = Field(ge=0)
+    version: NonNegativeInt
     license: str
     upstream: str | None = None
     source: str | None = None
     python_depends: list[str]
-    kernel_depends: list[KernelDependencyRef] = []
+    kernel_depends: list[KernelDependencyRef] = field([])
     backend: BackendInfo
     digest: Digest | None = None
     provenance: Provenance | None = None
 
     def to_json_text(self) -> str:
-        data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return json.dumps(data, indent=2) + "\n"
+        return json.dumps(self.to_data(exclude_none=True), indent=2) + "\n"
 
 
 @cache

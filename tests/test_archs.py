@@ -12,12 +12,12 @@ from kernelnix.version import Version
 
 def cuda_kernel(capabilities: list[str] | None) -> CudaKernel:
     extra = {} if capabilities is None else {"cuda-capabilities": capabilities}
-    return CudaKernel.model_validate({"backend": "cuda", "src": ["k.cu"], "depends": [], **extra})
+    return CudaKernel.validate({"backend": "cuda", "src": ["k.cu"], "depends": [], **extra})
 
 
 def rocm_kernel(archs: list[str] | None) -> RocmKernel:
     extra = {} if archs is None else {"rocm-archs": archs}
-    return RocmKernel.model_validate({"backend": "rocm", "src": ["k.cu"], "depends": [], **extra})
+    return RocmKernel.validate({"backend": "rocm", "src": ["k.cu"], "depends": [], **extra})
 
 
 CUDA_CASES = [

@@ -265,7 +265,7 @@ def break_ops(project: Path) -> str:
 def break_metadata(project: Path) -> str:
     path = project / "build" / "torch-cpu" / "metadata.json"
     path.write_text(path.read_text().replace('"python-depends"', '"python-dependencies"'))
-    return "build/torch-cpu/metadata.json: python-depends: Field required"
+    return "build/torch-cpu/metadata.json: python-depends: required key is missing"
 
 
 def stale_digest(project: Path) -> str:

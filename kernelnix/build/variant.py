@@ -73,8 +73,8 @@ def metadata_text(variant: dict[str, Any], toolchain: str, redistributable: bool
     provenance = data.setdefault("provenance", {"kernel-builder": {"version": "unknown"}})
     provenance["kernelnix"] = BuildProvenance(
         toolchain=toolchain, redistributable=redistributable
-    ).model_dump(by_alias=True)
-    return Metadata.model_validate(data).to_json_text()
+    ).to_data()
+    return Metadata.validate(data).to_json_text()
 
 
 def _cmake_definitions(variant: dict[str, Any], source_dir: Path, jobs: int | None) -> list[str]:

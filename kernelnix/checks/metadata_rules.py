@@ -10,11 +10,10 @@ from __future__ import annotations
 import keyword
 from collections.abc import Iterable
 
-from pydantic import ValidationError
-
 from kernelnix.checks.context import VariantContext
 from kernelnix.checks.report import VARIANT_FILE, Violation
 from kernelnix.metadata import Metadata
+from kernelnix.schema import SchemaError
 
 METADATA = "metadata.json"
 
@@ -98,17 +97,17 @@ def metadata_model(ctx: VariantContext) -> Iterable[Violation]:
     ignored, as the loader ignores them)."""
     if ctx.metadata is None:
         return
-    known = {info.alias or name for name, info in Metadata.model_fields.items()}
+    known = {spec.key for spec in Metadata.schema_fields().values()}
     data = {key: value for key, value in ctx.metadata.items() if key in known}
     try:
-        Metadata.model_validate(data)
-    except ValidationError as exc:
-        for error in exc.errors():
+        Metadata.validate(data)
+    except SchemaError as exc:
+        for issue in exc.issues:
             yield Violation(
                 rule="metadata",
                 file=METADATA,
-                subject=".".join(str(part) for part in error["loc"]) or METADATA,
-                found=f"{error['msg']} (got {error.get('input')!r})",
+                subject=".".join(str(part) for part in issue.loc) or METADATA,
+                found=issue.message,
                 limit="the metadata.json schema of the kernels loader",
                 fix="regenerate metadata.json with the build, do not edit it by hand",
             )

@@ -12,14 +12,10 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-import types
-import typing
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ValidationError
 
 try:
     import tomllib
@@ -34,10 +30,11 @@ from kernelnix.config.model import (
     BuildConfig,
     Table,
 )
-from kernelnix.config.paths import EscapeChecker, declared_paths
+from kernelnix.config.paths import ProjectFiles, declared_paths
 from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError, toml_type_name
 from kernelnix.config.upgrade import upgrade_document
 from kernelnix.diagnostics import Diagnostic, UserError, display_path
+from kernelnix.schema import Issue, Model, SchemaError, model_at
 
 BUILD_TOML = "build.toml"
 SUPPORTED_EDITIONS = (5,)
@@ -272,10 +269,10 @@ def _finish(
 
 
 def _escaping_paths(reporter: _Reporter, config: BuildConfig) -> list[Diagnostic]:
-    checker = EscapeChecker(reporter.path.parent)
+    files = ProjectFiles(reporter.path.parent)
     errors = []
     for key, value, _ in declared_paths(config):
-        reason = checker.reason(value)
+        reason = files.escape_reason(value)
         if reason:
             errors.append(
                 reporter.at(
@@ -359,9 +356,9 @@ def _validate(
     data, problems = _framework_problems(reporter, raw, shape)
     model = MODELS_BY_SHAPE[shape]
     try:
-        config = model.model_validate(data, context={"frameworks_checked": True})
-    except ValidationError as exc:
-        problems += [_diagnose(reporter, model, data, err) for err in exc.errors()]
+        config = model.validate(data, context={"frameworks_checked": True})
+    except SchemaError as exc:
+        problems += [_diagnose(reporter, model, data, issue) for issue in exc.issues]
         return None, _sorted_unique(problems)
     return (None, problems) if problems else (config, [])
 
@@ -370,20 +367,10 @@ def _sorted_unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return sorted(dict.fromkeys(diagnostics), key=lambda d: d.line or 0)
 
 
-def _clean_loc(loc: tuple[Any, ...]) -> KeyPath:
-    """Pydantic locs carry union tags (`kernel.relu.cuda.src`); drop them."""
-    path = list(loc)
-    if len(path) >= 3 and path[0] == "kernel" and path[2] in KERNEL_BACKENDS:
-        del path[2]
-    return tuple(path)
-
-
 def _diagnose(
-    reporter: _Reporter, model: type[BaseModel], data: dict[str, Any], err: Any
+    reporter: _Reporter, model: type[Model], data: dict[str, Any], issue: Issue
 ) -> Diagnostic:
-    loc = _clean_loc(err["loc"])
-    kind = err["type"]
-    value = err.get("input")
+    loc, kind, value = issue.loc, issue.kind, issue.value
     if kind == "extra_forbidden":
         return _unknown_key(reporter, model, data, loc)
     if kind == "missing":
@@ -398,14 +385,12 @@ def _diagnose(
             fix='set `backend = "cuda"` (or cpu, metal, rocm, xpu) in the kernel table',
         )
     if kind == "literal_error":
-        return _bad_choice(reporter, loc, value, err)
+        return _bad_choice(reporter, loc, value, issue.choices)
     if kind == "value_error":
-        error = err["ctx"]["error"] if "ctx" in err else None
-        if isinstance(error, EntryError):  # a problem with one entry of a table value
-            loc, value = (*loc, error.key), error.value
-        message = str(error) if error is not None else err["msg"]
-        return reporter.at(loc, message, fix=_float_fix(reporter, loc, value))
-    if kind.endswith("_type") or kind in ("model_attributes_type", "dict_type"):
+        if isinstance(issue.error, EntryError):  # a problem with one entry of a table value
+            loc, value = (*loc, issue.error.key), issue.error.value
+        return reporter.at(loc, issue.message, fix=_float_fix(reporter, loc, value))
+    if kind.endswith("_type"):
         expected = _EXPECTED_TYPES.get(kind, kind.removesuffix("_type"))
         fix = _float_fix(reporter, loc, value) if kind == "string_type" else None
         if kind == "int_type" and isinstance(value, float) and value.is_integer():
@@ -419,7 +404,7 @@ def _diagnose(
         )
     if kind == "greater_than_equal":
         return reporter.at(loc, f"expected a non-negative integer, got {value!r}")
-    return reporter.at(loc, err["msg"])
+    return reporter.at(loc, issue.message)
 
 
 _EXPECTED_TYPES = {
@@ -429,7 +414,6 @@ _EXPECTED_TYPES = {
     "list_type": "an array",
     "dict_type": "a table",
     "model_type": "a table",
-    "model_attributes_type": "a table",
 }
 
 
@@ -451,8 +435,10 @@ def _float_fix(reporter: _Reporter, loc: KeyPath, value: object) -> str | None:
     return f'quote it: {key} = "{text}"'
 
 
-def _bad_choice(reporter: _Reporter, loc: KeyPath, value: object, err: Any) -> Diagnostic:
-    choices = re.findall(r"'([^']*)'", err["ctx"]["expected"]) if "ctx" in err else []
+def _bad_choice(
+    reporter: _Reporter, loc: KeyPath, value: object, literals: tuple[object, ...]
+) -> Diagnostic:
+    choices = [str(c) for c in literals]
     if not isinstance(value, str):
         return reporter.at(
             loc,
@@ -473,72 +459,16 @@ def _bad_choice(reporter: _Reporter, loc: KeyPath, value: object, err: Any) -> D
 # ------------------------------------------------- unknown and missing keys
 
 
-def _model_at(model: type[BaseModel], data: Any, loc: KeyPath) -> type[BaseModel] | None:
-    """The model class that validates the table at `loc` (for listing its keys)."""
-    current: Any = model
-    value = data
-    for part in loc:
-        value = _child(value, part)
-        if isinstance(current, type) and issubclass(current, BaseModel):
-            info = _field(current, str(part))
-            if info is None:
-                return None
-            annotation = info.annotation
-        else:
-            annotation = _element_type(current)
-        current = _unwrap(annotation, value)
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def _child(value: Any, part: str | int) -> Any:
-    if isinstance(value, dict):
-        return value.get(part)
-    if isinstance(value, list) and isinstance(part, int) and part < len(value):
-        return value[part]
-    return None
-
-
-def _field(model: type[BaseModel], key: str) -> Any:
-    return next((f for n, f in model.model_fields.items() if (f.alias or n) == key), None)
-
-
-def _element_type(annotation: Any) -> Any:
-    args = typing.get_args(annotation)
-    origin = typing.get_origin(annotation)
-    if origin is list:
-        return args[0]
-    if origin is dict:
-        return args[1]
-    return None
-
-
-def _unwrap(annotation: Any, value: Any) -> Any:
-    """Strip Optional/Annotated; pick the kernel model of a tagged union by its tag."""
-    while True:
-        origin = typing.get_origin(annotation)
-        if origin is typing.Annotated:
-            annotation = typing.get_args(annotation)[0]
-        elif origin in (typing.Union, types.UnionType):
-            members = [a for a in typing.get_args(annotation) if a is not type(None)]
-            models = [m for m in members if isinstance(m, type) and issubclass(m, BaseModel)]
-            if models and all("backend" in m.model_fields for m in models):
-                tag = value.get("backend") if isinstance(value, dict) else None
-                return KERNEL_MODELS.get(tag) if isinstance(tag, str) else None
-            annotation = members[0] if len(members) == 1 else (models[0] if models else None)
-        else:
-            return annotation
-
-
-def _keys_of(model: type[BaseModel]) -> list[str]:
-    keys = [f.alias or n for n, f in model.model_fields.items()]
-    return [k for k in keys if k != "backend"] if "backend" in model.model_fields else keys
+def _keys_of(model: type[Model]) -> list[str]:
+    keys = [spec.key for spec in model.schema_fields().values()]
+    return [k for k in keys if k != "backend"]
 
 
 def _unknown_key(
-    reporter: _Reporter, root: type[BaseModel], data: dict[str, Any], loc: KeyPath
+    reporter: _Reporter, root: type[Model], data: dict[str, Any], loc: KeyPath
 ) -> Diagnostic:
     key = str(loc[-1])
-    parent = _model_at(root, data, loc[:-1]) if loc[:-1] else root
+    parent = model_at(root, data, loc[:-1]) if loc[:-1] else root
     valid = _keys_of(parent) if parent else []
     table = format_key_path(loc[:-1])
     where = f"[{table}]" if table else "the top level"
@@ -557,11 +487,11 @@ def _unknown_key(
 
 
 def _missing_key(
-    reporter: _Reporter, root: type[BaseModel], data: dict[str, Any], loc: KeyPath
+    reporter: _Reporter, root: type[Model], data: dict[str, Any], loc: KeyPath
 ) -> Diagnostic:
     key = str(loc[-1])
-    parent = _model_at(root, data, loc[:-1]) if loc[:-1] else root
-    info = _field(parent, key) if parent is not None else None
+    parent = model_at(root, data, loc[:-1]) if loc[:-1] else root
+    info = parent.field_for_key(key) if parent is not None else None
     example = info.examples[0] if info is not None and info.examples else None
     table = format_key_path(loc[:-1])
     fix = f"add `{key} = {example}` to [{table}]" if example and table else None

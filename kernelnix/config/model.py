@@ -1,4 +1,4 @@
-"""The pydantic models of build.toml.
+"""The models of build.toml (see kernelnix.schema for the validation rules).
 
 Edition 5 is the ONE model the rest of kernelnix sees (`BuildConfig`). The
 pre-edition v4 and v3 shapes are small subclasses that only differ in what
@@ -7,9 +7,8 @@ they allow; `kernelnix.config.upgrade` turns them into edition 5.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from kernelnix.config.types import (
     Backend,
@@ -22,14 +21,11 @@ from kernelnix.config.types import (
     StableAbi,
     VersionStr,
 )
+from kernelnix.schema import Model, Tagged, field
 from kernelnix.version import Version
 
 
-def _kebab(name: str) -> str:
-    return name.replace("_", "-")
-
-
-class Table(BaseModel):
+class Table(Model):
     """A build.toml table: kebab-case keys, unknown keys rejected, no coercion.
 
     Only the kebab-case spelling is accepted (as upstream does): snake_case
@@ -37,55 +33,42 @@ class Table(BaseModel):
     one-framework check and `cuda_capabilities` into a kernel table.
     """
 
-    model_config = ConfigDict(
-        alias_generator=_kebab,
-        populate_by_name=False,
-        extra="forbid",
-        strict=True,
-        frozen=True,
-        arbitrary_types_allowed=True,
-        # Build validators on first use: a run only needs the models of one edition.
-        defer_build=True,
-    )
-
 
 # ---------------------------------------------------------------- [general]
 
 
 class Hub(Table):
-    repo_id: str | None = Field(None, examples=['"my-org/my-kernel"'])
+    repo_id: str | None = field(None, examples=['"my-org/my-kernel"'])
     branch: str | None = None
 
 
 class KernelDependencyRef(Table):
     """Another Hub kernel this kernel needs at run time (edition 5)."""
 
-    repo_id: str = Field(examples=['"kernels-community/activation"'])
+    repo_id: str = field(examples=['"kernels-community/activation"'])
     version: NonNegativeInt | None = None
     revision: str | None = None
 
-    @model_validator(mode="after")
-    def _version_xor_revision(self) -> KernelDependencyRef:
+    def check_whole(self, context: Mapping[str, object]) -> None:
         if self.version is not None and self.revision is not None:
             raise ValueError("`version` and `revision` are mutually exclusive; keep one of them")
         if self.version is None and self.revision is None:
             raise ValueError(
                 "either `version` (an integer) or `revision` (a git revision) must be specified"
             )
-        return self
 
 
 class BackendDepsV4(Table):
-    python_depends: list[str] = []
+    python_depends: list[str] = field([])
 
 
 class CudaV4(BackendDepsV4):
-    minver: VersionStr | None = Field(None, examples=['"12.6"'])
-    maxver: VersionStr | None = Field(None, examples=['"13.2"'])
+    minver: VersionStr | None = field(None, examples=['"12.6"'])
+    maxver: VersionStr | None = field(None, examples=['"13.2"'])
 
 
 class BackendDeps(BackendDepsV4):
-    kernel_depends: list[KernelDependencyRef] = []
+    kernel_depends: list[KernelDependencyRef] = field([])
 
 
 class Cuda(CudaV4, BackendDeps):
@@ -93,16 +76,16 @@ class Cuda(CudaV4, BackendDeps):
 
 
 class TpuDeps(Table):
-    python_depends: list[str] = []
+    python_depends: list[str] = field([])
 
 
 class GeneralV3(Table):
-    name: KernelName = Field(examples=['"my-kernel"'])
-    version: NonNegativeInt | None = Field(None, examples=["1"])
-    license: str | None = Field(None, examples=['"Apache-2.0"'])
+    name: KernelName = field(examples=['"my-kernel"'])
+    version: NonNegativeInt | None = field(None, examples=["1"])
+    license: str | None = field(None, examples=['"Apache-2.0"'])
     upstream: GitUrl | None = None
-    backends: list[Backend] = Field(examples=['["cpu", "cuda"]'])
-    python_depends: list[str] = []
+    backends: list[Backend] = field(examples=['["cpu", "cuda"]'])
+    python_depends: list[str] = field([])
     hub: Hub | None = None
     cuda: CudaV4 | None = None
     neuron: BackendDepsV4 | None = None
@@ -110,14 +93,14 @@ class GeneralV3(Table):
 
 
 class GeneralV4(GeneralV3):
-    version: NonNegativeInt = Field(examples=["1"])
-    license: str = Field(examples=['"Apache-2.0"'])
+    version: NonNegativeInt = field(examples=["1"])
+    license: str = field(examples=['"Apache-2.0"'])
     source: GitUrl | None = None
 
 
 class General(GeneralV4):
-    edition: Literal[5] = Field(examples=["5"])
-    kernel_depends: list[KernelDependencyRef] = []
+    edition: Literal[5] = field(examples=["5"])
+    kernel_depends: list[KernelDependencyRef] = field([])
     cuda: Cuda | None = None
     neuron: BackendDeps | None = None
     xpu: BackendDeps | None = None
@@ -132,20 +115,20 @@ class General(GeneralV4):
 
 
 class TorchV3(Table):
-    src: list[str] = []
-    include: list[str] = []
-    minver: VersionStr | None = Field(None, examples=['"2.12"'])
-    maxver: VersionStr | None = Field(None, examples=['"2.13"'])
+    src: list[str] = field([])
+    include: list[str] = field([])
+    minver: VersionStr | None = field(None, examples=['"2.12"'])
+    maxver: VersionStr | None = field(None, examples=['"2.13"'])
     pyext: list[str] | None = None
 
 
 class TorchV4(TorchV3):
-    stable_abi: VersionStr | None = Field(None, examples=['"2.12"'])
-    cxx_flags: list[str] = []
+    stable_abi: VersionStr | None = field(None, examples=['"2.12"'])
+    cxx_flags: list[str] = field([])
 
 
 class Torch(TorchV4):
-    stable_abi: StableAbi | None = Field(None, examples=['"2.12"'])
+    stable_abi: StableAbi | None = field(None, examples=['"2.12"'])
 
     def stable_abi_for(self, backend: str) -> Version | None:
         """The stable-ABI target of `backend`, or None for the full ABI."""
@@ -161,11 +144,8 @@ class TorchNoarch(Table):
     cuda_capabilities: list[CudaCapability] | None = None
     rocm_archs: list[RocmArch] | None = None
 
-    @model_validator(mode="before")
     @classmethod
-    def _accept_snake_case(cls, data: object) -> object:
-        if not isinstance(data, dict):
-            return data
+    def normalize_input(cls, data: dict[str, object]) -> dict[str, object]:
         data = dict(data)
         for kebab in ("cuda-capabilities", "rocm-archs"):
             snake = kebab.replace("-", "_")
@@ -180,23 +160,23 @@ class TorchNoarch(Table):
 
 
 class TvmFfiV3(Table):
-    src: list[str] = Field(examples=['["tvm-ffi-ext/binding.cpp"]'])
-    include: list[str] = []
+    src: list[str] = field(examples=['["tvm-ffi-ext/binding.cpp"]'])
+    include: list[str] = field([])
     pyext: list[str] | None = None
 
 
 class TvmFfi(TvmFfiV3):
-    cxx_flags: list[str] = []
+    cxx_flags: list[str] = field([])
 
 
 # --------------------------------------------------------- [kernel.<name>]
 
 
 class KernelBase(Table):
-    src: list[str] = Field(examples=['["my_kernel/kernel.cpp"]'])
-    depends: list[Dependency] = Field(examples=['["torch"]'])
-    include: list[str] = []
-    cxx_flags: list[str] = []
+    src: list[str] = field(examples=['["my_kernel/kernel.cpp"]'])
+    depends: list[Dependency] = field(examples=['["torch"]'])
+    include: list[str] = field([])
+    cxx_flags: list[str] = field([])
 
 
 class CpuKernel(KernelBase):
@@ -210,24 +190,24 @@ class MetalKernel(KernelBase):
 class CudaKernel(KernelBase):
     backend: Literal["cuda"]
     cuda_capabilities: list[CudaCapability] | None = None
-    cuda_flags: list[str] = []
+    cuda_flags: list[str] = field([])
     cuda_minver: VersionStr | None = None
 
 
 class RocmKernel(KernelBase):
     backend: Literal["rocm"]
     rocm_archs: list[RocmArch] | None = None
-    hip_flags: list[str] = []
+    hip_flags: list[str] = field([])
 
 
 class XpuKernel(KernelBase):
     backend: Literal["xpu"]
-    sycl_flags: list[str] = []
+    sycl_flags: list[str] = field([])
 
 
 Kernel = Annotated[
     CpuKernel | CudaKernel | MetalKernel | RocmKernel | XpuKernel,
-    Field(discriminator="backend"),
+    Tagged("backend"),
 ]
 KERNEL_MODELS: dict[str, type[KernelBase]] = {
     "cpu": CpuKernel,
@@ -247,7 +227,7 @@ class BuildConfigV3(Table):
     general: GeneralV3
     torch: TorchV3 | None = None
     tvm_ffi: TvmFfiV3 | None = None
-    kernel: dict[str, Kernel] = {}
+    kernel: dict[str, Kernel] = field({})
 
 
 class BuildConfigV4(Table):
@@ -255,7 +235,7 @@ class BuildConfigV4(Table):
     torch: TorchV4 | None = None
     torch_noarch: TorchNoarch | None = None
     tvm_ffi: TvmFfi | None = None
-    kernel: dict[str, Kernel] = {}
+    kernel: dict[str, Kernel] = field({})
 
 
 class BuildConfig(Table):
@@ -265,20 +245,18 @@ class BuildConfig(Table):
     torch: Torch | None = None
     torch_noarch: TorchNoarch | None = None
     tvm_ffi: TvmFfi | None = None
-    kernel: dict[str, Kernel] = {}
+    kernel: dict[str, Kernel] = field({})
 
-    @model_validator(mode="after")
-    def _exactly_one_framework(self, info: ValidationInfo) -> BuildConfig:
+    def check_whole(self, context: Mapping[str, object]) -> None:
         # The loader reports framework problems itself, with lines; see load.py.
-        if info.context and info.context.get("frameworks_checked"):
-            return self
+        if context.get("frameworks_checked"):
+            return
         present = [f for f in FRAMEWORKS if getattr(self, f.replace("-", "_")) is not None]
         if len(present) != 1:
             raise ValueError(
                 "exactly one framework section is required: [torch], [torch-noarch] or "
                 f"[tvm-ffi]; found {len(present)}"
             )
-        return self
 
     @property
     def framework(self) -> str:
@@ -294,7 +272,7 @@ class BuildConfig(Table):
 
     def to_json(self) -> dict[str, object]:
         """The normalized config as plain JSON data with build.toml's key names."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return self.to_data(exclude_none=True)
 
 
 MODELS_BY_SHAPE: dict[str, type[Table]] = {

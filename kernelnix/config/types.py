@@ -10,8 +10,7 @@ import re
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from pydantic import BeforeValidator, Field, PlainSerializer
-
+from kernelnix.schema import Before, Ge, Serializer
 from kernelnix.version import Version
 
 Backend = Literal["cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu"]
@@ -172,14 +171,14 @@ def _serialize_version(version: Version) -> str:
 
 VersionStr = Annotated[
     Version,
-    BeforeValidator(parse_major_minor),
-    PlainSerializer(_serialize_version, return_type=str),
+    Before(parse_major_minor),
+    Serializer(_serialize_version),
 ]
-KernelName = Annotated[str, BeforeValidator(check_kernel_name)]
-GitUrl = Annotated[str, BeforeValidator(check_git_url)]
-CudaCapability = Annotated[str, BeforeValidator(check_cuda_capability)]
-RocmArch = Annotated[str, BeforeValidator(check_rocm_arch)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
+KernelName = Annotated[str, Before(check_kernel_name)]
+GitUrl = Annotated[str, Before(check_git_url)]
+CudaCapability = Annotated[str, Before(check_cuda_capability)]
+RocmArch = Annotated[str, Before(check_rocm_arch)]
+NonNegativeInt = Annotated[int, Ge(0)]
 
 
 def parse_stable_abi(value: Any) -> Version | dict[str, Version]:
@@ -215,6 +214,6 @@ def _serialize_stable_abi(value: Version | dict[str, Version]) -> str | dict[str
 
 StableAbi = Annotated[
     Version | dict[str, Version],
-    BeforeValidator(parse_stable_abi),
-    PlainSerializer(_serialize_stable_abi),
+    Before(parse_stable_abi),
+    Serializer(_serialize_stable_abi),
 ]
