@@ -11,7 +11,14 @@ from __future__ import annotations
 import pytest
 from checks_corpus.corpus import CASES, Corpus, build_corpus
 
-from kernelnix.checks.binaries import Binary, BinarySettings, check_binary, load_binaries
+from kernelnix.checks.binaries import (
+    Binary,
+    BinarySettings,
+    check_binary,
+    load_binaries,
+    needed_libraries,
+    symbol_versions,
+)
 from kernelnix.checks.demangle import outer_names
 from kernelnix.checks.elf import ElfError, read_elf
 from kernelnix.checks.policy import PolicyError, load_policy, policy_names
@@ -202,6 +209,13 @@ def test_shim_functions_newer_than_the_stable_abi_target(corpus: Corpus) -> None
     assert check_binary(library, _settings(stable_abi="2.13")) == []
 
 
+def test_check_binary_runs_only_the_rules_it_is_given(corpus: Corpus) -> None:
+    library = _library(corpus, "needs_tiny")
+    assert check_binary(library, _settings(), (symbol_versions,)) == []
+    violations = check_binary(library, _settings(), (needed_libraries,))
+    assert _found(violations) == {("needed-library", "libkntiny.so")}
+
+
 def test_wrong_cpu_for_the_variant(corpus: Corpus) -> None:
     settings = _settings()
     settings = BinarySettings(**{**settings.__dict__, "cpu": "aarch64"})
@@ -290,6 +304,15 @@ def test_policy_verdicts_for_named_and_ungoverned_versions() -> None:
     assert policy.judge("libcudart.so.13") is None
     assert policy.judge("LIBFOO_1.0") is None
     assert policy.judge("GLIBC_2.28").allowed and not policy.judge("GLIBC_2.29").allowed
+
+
+def test_rejected_versions_are_those_the_verdicts_reject() -> None:
+    policy = load_policy("manylinux_2_28", "x86_64")
+    versions = {"GLIBC_2.17", "GLIBC_2.29", "GLIBC_PRIVATE", "CXXABI_TM_1", "libcudart.so.13"}
+    rejected = policy.rejected(versions)
+    assert set(rejected) == {"GLIBC_2.29", "GLIBC_PRIVATE"}
+    assert rejected == {v: policy.judge(v) for v in rejected}
+    assert policy.rejected(versions) == rejected  # again, from the memo of accepted versions
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,10 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from kernelnix.checks.demangle import demangle, outer_names
-from kernelnix.checks.elf import ElfError, ElfInfo, Imports, is_elf, read_elf_fd
+from kernelnix.checks.elf import HEAD_BYTES, ElfError, ElfInfo, Imports, is_elf, read_elf_fd
 from kernelnix.checks.macho import MachOError, is_macho, read_macho
 from kernelnix.checks.policy import Policy, VersionVerdict
 from kernelnix.checks.report import Violation
@@ -35,7 +36,34 @@ def is_binary_name(path: str) -> bool:
     return name.endswith(BINARY_SUFFIXES) or ".so." in name
 
 
-@dataclass
+class Linking(Protocol):
+    """What a library loads: dependencies, search paths and, for ELF, the
+    library each symbol version comes from."""
+
+    @property
+    def needed(self) -> list[str]: ...
+
+    @property
+    def rpath(self) -> list[str]: ...
+
+    @property
+    def runpath(self) -> list[str]: ...
+
+    @property
+    def version_libraries(self) -> dict[str, str]: ...
+
+
+@dataclass(frozen=True)
+class DylibLinking:
+    """A Mach-O slice's LC_LOAD_DYLIB and LC_RPATH entries, as Linking."""
+
+    needed: list[str]
+    rpath: list[str]
+    runpath: list[str] = field(default_factory=list)  # Mach-O has no RUNPATH
+    version_libraries: dict[str, str] = field(default_factory=dict)  # nor symbol versions
+
+
+@dataclass(slots=True)
 class Binary:
     """One library (or one slice of a universal Mach-O file), format-neutral."""
 
@@ -43,14 +71,28 @@ class Binary:
     format: str  # "ELF" or "Mach-O"
     cpu: str
     imports: Imports
-    version_libraries: dict[str, str] = field(default_factory=dict)
-    needed: list[str] = field(default_factory=list)
-    rpath: list[str] = field(default_factory=list)
-    runpath: list[str] = field(default_factory=list)
+    # ElfInfo for ELF files: it decodes .dynamic only when a rule asks.
+    linking: Linking
     minos: Version | None = None
     version_min_macosx: Version | None = None
     slice_label: str = ""  # "[x86_64] " for slices of universal files
     symbols_readable: bool = True
+
+    @property
+    def needed(self) -> list[str]:
+        return self.linking.needed
+
+    @property
+    def rpath(self) -> list[str]:
+        return self.linking.rpath
+
+    @property
+    def runpath(self) -> list[str]:
+        return self.linking.runpath
+
+    @property
+    def version_libraries(self) -> dict[str, str]:
+        return self.linking.version_libraries
 
 
 @dataclass(frozen=True)
@@ -70,13 +112,13 @@ class BinarySettings:
 BinaryRule = Callable[[Binary, BinarySettings], Iterable[Violation]]
 
 
-def load_binaries(root: Path, relative: str) -> tuple[list[Binary], list[Violation]]:
+def load_binaries(root: Path | str, relative: str) -> tuple[list[Binary], list[Violation]]:
     """Parse one file into Binary records, or say why it cannot be checked."""
-    path = root / relative
+    path = f"{root}/{relative}"  # a str: no Path object per file
     try:
         fd = os.open(path, os.O_RDONLY)
         try:
-            head = os.pread(fd, 64, 0)
+            head = os.pread(fd, HEAD_BYTES, 0)
             if is_elf(head):
                 return [_from_elf(read_elf_fd(fd, head), relative)], []
         finally:
@@ -102,19 +144,16 @@ def _format_violation(file: str, found: str) -> Violation:
 
 def _from_elf(info: ElfInfo, relative: str) -> Binary:
     return Binary(
-        file=relative,
-        format="ELF",
-        cpu=info.machine_name,
-        imports=info.imports,
-        version_libraries=info.version_libraries,
-        needed=info.needed,
-        rpath=info.rpath,
-        runpath=info.runpath,
+        relative,
+        "ELF",
+        info.machine_name,
+        info.imports,
+        info,
         symbols_readable=info.has_dynsym or info.has_symtab,
     )
 
 
-def _from_macho(path: Path, relative: str) -> list[Binary]:
+def _from_macho(path: str, relative: str) -> list[Binary]:
     slices = read_macho(path)
     universal = len(slices) > 1
     return [
@@ -123,8 +162,7 @@ def _from_macho(path: Path, relative: str) -> list[Binary]:
             format="Mach-O",
             cpu=info.cpu_name,
             imports=info.imports,
-            needed=info.dylibs,
-            rpath=info.rpaths,
+            linking=DylibLinking(needed=info.dylibs, rpath=info.rpaths),
             minos=info.minos,
             version_min_macosx=info.version_min_macosx,
             slice_label=f"[{info.cpu_name}] " if universal else "",
@@ -137,9 +175,12 @@ def _from_macho(path: Path, relative: str) -> list[Binary]:
 # Rules for both formats
 
 
+_FORMAT_OF_OS = {"linux": "ELF", "darwin": "Mach-O"}
+
+
 def binary_platform(binary: Binary, settings: BinarySettings) -> Iterable[Violation]:
     """The library is built for the OS and CPU the variant name promises."""
-    expected_format = {"linux": "ELF", "darwin": "Mach-O"}.get(settings.os_name or "")
+    expected_format = _FORMAT_OF_OS.get(settings.os_name or "")
     if expected_format and binary.format != expected_format:
         yield Violation(
             rule="binary-platform",
@@ -240,7 +281,7 @@ def _is_unstable_torch_symbol(name: str) -> bool:
 
 def search_paths(binary: Binary, settings: BinarySettings) -> Iterable[Violation]:
     """Redistributable builds carry no RPATH/RUNPATH into the build machine."""
-    if not settings.redistributable:
+    if not settings.redistributable or not (binary.rpath or binary.runpath):
         return
     kinds = [("RPATH", p) for p in binary.rpath] + [("RUNPATH", p) for p in binary.runpath]
     if binary.format == "Mach-O":
@@ -273,12 +314,8 @@ def symbol_versions(binary: Binary, settings: BinarySettings) -> Iterable[Violat
     policy = settings.policy
     if policy is None:
         return
-    # Judge each distinct version once; names are only looked up for bad ones.
-    bad: dict[str, VersionVerdict] = {}
-    for version in {*binary.version_libraries, *binary.imports.versions()}:
-        verdict = policy.judge(version)
-        if verdict is not None and not verdict.allowed:
-            bad[version] = verdict
+    # Names are only looked up for rejected versions.
+    bad = policy.rejected(binary.imports.versions())
     if not bad:
         return
     carried: set[str] = set()
@@ -336,10 +373,10 @@ def _version_violation(
 def forbidden_symbols(binary: Binary, settings: BinarySettings) -> Iterable[Violation]:
     """Symbols the policy lists as private to an allowed library (e.g. libz internals)."""
     policy = settings.policy
-    if policy is None or not policy.forbidden_symbols.keys() & {
-        *binary.needed,
-        *binary.version_libraries.values(),
-    }:
+    if policy is None or (
+        policy.forbidden_symbols.keys().isdisjoint(binary.needed)
+        and policy.forbidden_symbols.keys().isdisjoint(binary.version_libraries.values())
+    ):
         return
     for name, version in binary.imports.all().items():
         library = binary.version_libraries.get(version) if version else None
@@ -467,6 +504,10 @@ MACHO_RULES: tuple[BinaryRule, ...] = (
 )
 
 
-def check_binary(binary: Binary, settings: BinarySettings) -> list[Violation]:
-    rules = ELF_RULES if binary.format == "ELF" else MACHO_RULES
+def check_binary(
+    binary: Binary, settings: BinarySettings, rules: tuple[BinaryRule, ...] | None = None
+) -> list[Violation]:
+    """`binary` against `rules`, by default every rule of its format."""
+    if rules is None:
+        rules = ELF_RULES if binary.format == "ELF" else MACHO_RULES
     return [violation for rule in rules for violation in rule(binary, settings)]

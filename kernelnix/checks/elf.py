@@ -13,6 +13,12 @@ read when a file has no .dynsym. Symbol names are materialized lazily: the
 rules ask for "imports with these versions" or "imports starting with Py",
 which costs a scan of the string table in C rather than a Python loop over
 every symbol.
+
+Checking many small libraries costs what Python's per-file work costs, so
+that work is kept small: three or four reads (the first page, the section
+table, the sections beyond the first page), every sh_type in one struct call,
+and the dynamic-linking data (DT_NEEDED, search paths, the library of each
+version) decoded only when a rule asks for it.
 """
 
 from __future__ import annotations
@@ -22,9 +28,10 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from functools import cache
 from itertools import compress
 from pathlib import Path
+from typing import Literal
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -34,7 +41,6 @@ SHT_DYNAMIC = 6
 SHT_DYNSYM = 11
 SHT_GNU_VERNEED = 0x6FFFFFFE
 SHT_GNU_VERSYM = 0x6FFFFFFF
-_WANTED = frozenset({SHT_SYMTAB, SHT_DYNAMIC, SHT_DYNSYM, SHT_GNU_VERNEED, SHT_GNU_VERSYM})
 
 # Dynamic tags.
 DT_NULL = 0
@@ -45,9 +51,13 @@ DT_RUNPATH = 29
 
 VERSYM_INDEX = 0x7FFF  # the top bit of a .gnu.version entry is the "hidden" flag
 _ZERO_TO_ONE = bytes([1] + [0] * 255)  # bytes.translate table: 0 -> 1, anything else -> 0
-_PREFETCH_GAP = 64 << 10  # sections closer than this are read together
-_BYTEORDER = {"<": "little", ">": "big"}
-_DYNAMIC_TAGS = frozenset({DT_NULL, DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH})
+_BYTEORDER: dict[str, Literal["little", "big"]] = {"<": "little", ">": "big"}
+# The first read: the ELF header, the program headers and, in small libraries,
+# the dynamic-linking sections (linkers put them right after the headers).
+HEAD_BYTES = 4096
+# Sections closer than this are read together: one read costs as much as
+# copying ~16 KB more.
+_READ_GAP = 16 << 10
 
 # e_machine values, as variant names spell the CPU.
 MACHINE_NAMES = {
@@ -73,21 +83,27 @@ class Imports:
     DynsymImports materializes names from .dynsym only as far as asked.
     """
 
-    def __init__(self, names: dict[str, str | None] | None = None) -> None:
+    __slots__ = ("_names", "_required")
+
+    def __init__(
+        self, names: dict[str, str | None] | None = None, required: Iterable[str] = ()
+    ) -> None:
+        """`required`: versions the object needs besides its symbols' (.gnu.version_r)."""
         self._names = names if names is not None else {}
+        self._required = frozenset(required)
 
     def all(self) -> dict[str, str | None]:
         return self._names
 
-    def with_prefix(self, prefixes: tuple[str, ...]) -> Iterator[str]:
-        return (name for name in self._names if name.startswith(prefixes))
+    def with_prefix(self, prefixes: tuple[str, ...]) -> list[str]:
+        return [name for name in self._names if name.startswith(prefixes)]
 
     def with_versions(self, versions: Iterable[str]) -> Iterator[tuple[str, str]]:
         wanted = set(versions)
         return ((n, v) for n, v in self._names.items() if v is not None and v in wanted)
 
     def versions(self) -> set[str]:
-        return {v for v in self._names.values() if v is not None}
+        return {v for v in self._names.values() if v is not None}.union(self._required)
 
     def __len__(self) -> int:
         return len(self.all())
@@ -102,6 +118,18 @@ class DynsymImports(Imports):
     clean library costs no per-symbol Python work at all.
     """
 
+    __slots__ = (
+        "_bits",
+        "_endian",
+        "_entry",
+        "_materialized",
+        "_name_column",
+        "_strtab",
+        "_symbols",
+        "_versions",
+        "_versym",
+    )
+
     def __init__(
         self,
         symbols: bytes,
@@ -112,23 +140,19 @@ class DynsymImports(Imports):
         endian: str,
         bits: int,
     ) -> None:
-        super().__init__()
+        self._names: dict[str, str | None] = {}
         self._symbols = symbols
         self._versym = versym
         self._strtab = strtab
         self._versions = versions
         self._endian = endian
+        self._bits = bits
         self._entry = 24 if bits == 64 else 16
-        self._shndx_at = 6 if bits == 64 else 14
         self._name_column: array[int] | None = None  # st_name of every entry, on demand
         self._materialized = False
 
-    def _name(self, offset: int) -> str:
-        end = self._strtab.find(b"\0", offset)
-        return self._strtab[offset : end if end >= 0 else None].decode("utf-8", "replace")
-
     def _is_undefined(self, entry: int) -> bool:
-        at = entry * self._entry + self._shndx_at
+        at = entry * self._entry + (6 if self._bits == 64 else 14)  # st_shndx
         return entry > 0 and self._symbols[at : at + 2] == b"\0\0"
 
     def _version_of(self, entry: int) -> str | None:
@@ -138,11 +162,15 @@ class DynsymImports(Imports):
         index = int.from_bytes(self._versym[at : at + 2], _BYTEORDER[self._endian])
         return self._versions.get(index & VERSYM_INDEX)
 
+    def _name_at(self, entry: int) -> str | None:
+        start = entry * self._entry
+        offset = int.from_bytes(self._symbols[start : start + 4], _BYTEORDER[self._endian])
+        return _cstr(self._strtab, offset) if offset else None
+
     def _undefined_named(self, offset: int) -> bool:
         """Whether some undefined entry has st_name == offset."""
         if self._name_column is None:
-            bits = 64 if self._entry == 24 else 32
-            self._name_column = name_offsets(self._symbols, self._endian, bits)
+            self._name_column = name_offsets(self._symbols, self._endian, self._bits)
         column = self._name_column
         try:
             entry = column.index(offset)
@@ -154,64 +182,53 @@ class DynsymImports(Imports):
 
     def all(self) -> dict[str, str | None]:
         if not self._materialized:
-            for entry in self._undefined_entries():
-                offset = int.from_bytes(
-                    self._symbols[entry * self._entry : entry * self._entry + 4],
-                    _BYTEORDER[self._endian],
-                )
-                if offset:
-                    self._names[self._name(offset)] = self._version_of(entry)
+            first, flags = undefined_flags(self._symbols, self._bits)
+            for entry in compress(range(first, first + len(flags)), flags):
+                name = self._name_at(entry)
+                if name is not None:
+                    self._names[name] = self._version_of(entry)
             self._materialized = True
         return self._names
 
-    def _undefined_entries(self) -> list[int]:
-        size, at = self._entry, self._shndx_at
-        count = len(self._symbols) // size
-        if count <= 1:
-            return []
-        # OR the two bytes of every st_shndx into one byte per symbol, in C.
-        low = int.from_bytes(self._symbols[size + at : count * size : size], "little")
-        high = int.from_bytes(self._symbols[size + at + 1 : count * size : size], "little")
-        flags = (low | high).to_bytes(count - 1, "little").translate(_ZERO_TO_ONE)
-        return list(compress(range(1, count), flags))
-
-    def with_prefix(self, prefixes: tuple[str, ...]) -> Iterator[str]:
+    def with_prefix(self, prefixes: tuple[str, ...]) -> list[str]:
         if self._materialized:
-            yield from super().with_prefix(prefixes)
-            return
+            return super().with_prefix(prefixes)
         # Every place a prefix occurs in the string table, mid-string too (the
         # linker shares string tails), is a candidate name offset. Candidates
-        # are found through the prefix's last byte: a one-byte search runs at
+        # are found through the prefixes' last byte: a one-byte search runs at
         # memchr speed, where a two-byte one crawls through mangled names.
-        seen: set[int] = set()
         strtab = self._strtab
-        for prefix in prefixes:
-            needle = prefix.encode()
-            back = len(needle) - 1
-            position = strtab.find(needle[-1:], back)
+        found = []
+        for last, before, needles in _prefix_groups(prefixes):
+            position = strtab.find(last)
             while position != -1:
-                start = position - back
-                if start not in seen and strtab.startswith(needle, start):
-                    seen.add(start)
-                    if self._undefined_named(start):
-                        yield self._name(start)
-                position = strtab.find(needle[-1:], position + 1)
+                if before < 0 or strtab[position - 1] == before:
+                    for needle, back in needles:
+                        start = position - back
+                        if (
+                            start >= 0
+                            and strtab.startswith(needle, start)
+                            and self._undefined_named(start)
+                        ):
+                            found.append(_cstr(strtab, start))
+                position = strtab.find(last, position + 1)
+        return found
 
     def with_versions(self, versions: Iterable[str]) -> Iterator[tuple[str, str]]:
         requested = set(versions)
-        indices = [i for i, v in self._versions.items() if v in requested]
         byteorder = _BYTEORDER[self._endian]
-        for index in indices:
+        for index, version in self._versions.items():
+            if version not in requested:
+                continue
             for value in (index, index | 0x8000):  # with or without the hidden bit
                 needle = value.to_bytes(2, byteorder)
                 position = self._versym.find(needle)
                 while position != -1:
                     entry = position // 2
                     if position % 2 == 0 and self._is_undefined(entry):
-                        start = entry * self._entry
-                        offset = int.from_bytes(self._symbols[start : start + 4], byteorder)
-                        if offset:
-                            yield self._name(offset), self._versions[index]
+                        name = self._name_at(entry)
+                        if name is not None:
+                            yield name, version
                     position = self._versym.find(needle, position + 1)
 
     def versions(self) -> set[str]:
@@ -220,26 +237,73 @@ class DynsymImports(Imports):
         return set(self._versions.values())
 
     def __len__(self) -> int:
-        return len(self.all()) if self._materialized else len(self._undefined_entries())
+        if self._materialized:
+            return len(self._names)
+        return sum(undefined_flags(self._symbols, self._bits)[1])
 
 
-@dataclass
+@cache
+def _prefix_groups(prefixes: tuple[str, ...]) -> list[tuple[bytes, int, list[tuple[bytes, int]]]]:
+    """Prefixes grouped by their last two bytes, for DynsymImports.with_prefix:
+    [(last byte, the byte before it or -1, [(encoded prefix, its length - 1)])]."""
+    groups: dict[bytes, list[tuple[bytes, int]]] = {}
+    for prefix in dict.fromkeys(prefixes):
+        needle = prefix.encode()
+        groups.setdefault(needle[-2:], []).append((needle, len(needle) - 1))
+    return [(tail[-1:], tail[0] if len(tail) == 2 else -1, group) for tail, group in groups.items()]
+
+
 class ElfInfo:
-    """What the rules need to know about one ELF object."""
+    """What the rules need to know about one ELF object.
 
-    bits: int
-    little_endian: bool
-    machine: int
-    needed: list[str] = field(default_factory=list)
-    rpath: list[str] = field(default_factory=list)
-    runpath: list[str] = field(default_factory=list)
-    soname: str | None = None
-    imports: Imports = field(default_factory=Imports)
-    # Version string -> the library that provides it, from .gnu.version_r.
-    version_libraries: dict[str, str] = field(default_factory=dict)
-    has_dynsym: bool = False
-    has_symtab: bool = False
-    has_sections: bool = True
+    The dynamic-linking data (DT_NEEDED, the search paths and DT_SONAME from
+    .dynamic; the library that provides each version, from .gnu.version_r) is
+    decoded on first use: the symbol rules never pay for it.
+    """
+
+    __slots__ = (
+        "_dynamic",
+        "_linking",
+        "_types",
+        "_version_files",
+        "_version_libraries",
+        "bits",
+        "has_dynsym",
+        "has_sections",
+        "imports",
+        "little_endian",
+        "machine",
+    )
+
+    def __init__(
+        self,
+        bits: int,
+        little_endian: bool,
+        machine: int,
+        imports: Imports | None = None,
+        *,
+        section_types: tuple[int, ...] = (),
+        dynamic: tuple[bytes, bytes, struct.Struct] | None = None,
+        version_files: tuple[dict[str, int], bytes] | None = None,
+        has_sections: bool = True,
+    ) -> None:
+        """`dynamic`: (.dynamic, its string table, the entry format); `version_files`:
+        (version -> string-table offset of its library's name, the string table)."""
+        self.bits = bits
+        self.little_endian = little_endian
+        self.machine = machine
+        self.imports = imports if imports is not None else Imports()
+        self.has_dynsym = SHT_DYNSYM in section_types
+        self.has_sections = has_sections
+        self._types = section_types
+        self._dynamic = dynamic
+        self._version_files = version_files
+        self._linking: tuple[list[str], list[str], list[str], str | None] | None = None
+        self._version_libraries: dict[str, str] | None = None
+
+    @property
+    def has_symtab(self) -> bool:
+        return SHT_SYMTAB in self._types
 
     @property
     def machine_name(self) -> str:
@@ -249,6 +313,34 @@ class ElfInfo:
     def undefined(self) -> dict[str, str | None]:
         """Every import: name -> version string (`GLIBC_2.34`) or None."""
         return self.imports.all()
+
+    @property
+    def needed(self) -> list[str]:
+        return (self._linking or self._decode_dynamic())[0]
+
+    @property
+    def rpath(self) -> list[str]:
+        return (self._linking or self._decode_dynamic())[1]
+
+    @property
+    def runpath(self) -> list[str]:
+        return (self._linking or self._decode_dynamic())[2]
+
+    @property
+    def soname(self) -> str | None:
+        return (self._linking or self._decode_dynamic())[3]
+
+    @property
+    def version_libraries(self) -> dict[str, str]:
+        """Version string -> the library that provides it, from .gnu.version_r."""
+        if self._version_libraries is None:
+            files, strtab = self._version_files or ({}, b"")
+            self._version_libraries = {v: _cstr(strtab, at) for v, at in files.items()}
+        return self._version_libraries
+
+    def _decode_dynamic(self) -> tuple[list[str], list[str], list[str], str | None]:
+        self._linking = _dynamic(*self._dynamic) if self._dynamic else ([], [], [], None)
+        return self._linking
 
 
 def is_elf(head: bytes) -> bool:
@@ -267,12 +359,16 @@ def read_elf(path: Path | str) -> ElfInfo:
 def read_elf_fd(fd: int, head: bytes = b"") -> ElfInfo:
     """Parse the ELF file open on `fd` (positioned reads only; the offset is untouched).
 
-    `head`: the file's first bytes if the caller already read them (64 suffice).
+    `head`: the file's first bytes if the caller already read them (at least
+    64; sections that lie within them are not read again).
     """
     try:
-        return _Reader(fd).parse(head)
-    except (struct.error, IndexError, OverflowError) as exc:
-        raise ElfError(f"truncated or malformed ELF file ({exc})") from exc
+        return _parse(fd, head if len(head) >= 64 else os.pread(fd, HEAD_BYTES, 0))
+    except (struct.error, IndexError, OverflowError, MemoryError) as exc:
+        # MemoryError: a corrupt section size asked for a read of exabytes.
+        raise ElfError(
+            f"truncated or malformed ELF file ({str(exc) or type(exc).__name__})"
+        ) from exc
 
 
 class _Layout:
@@ -282,241 +378,230 @@ class _Layout:
         wide = bits == 64
         self.endian = endian
         self.bits = bits
-        self.byteorder = _BYTEORDER[endian]
+        # e_machine, e_shoff, e_shentsize, e_shnum.
+        self.file_header = struct.Struct(endian + ("18xH20xQ10xHH" if wide else "18xH12xI10xHH"))
+        # (name, type, flags, addr, offset, size, link, info, align, entsize)
         self.section = struct.Struct(endian + ("IIQQQQIIQQ" if wide else "IIIIIIIIII"))
-        # Only sh_type, to pick the wanted sections without unpacking every header.
-        self.section_type = struct.Struct(endian + ("4xI56x" if wide else "4xI32x"))
         self.dynamic = struct.Struct(endian + ("qQ" if wide else "iI"))
         self.verneed = struct.Struct(endian + "HHIII")
         self.vernaux = struct.Struct(endian + "IHHII")
-        self.half = struct.Struct(endian + "H")
-        self.word = struct.Struct(endian + "I")
-        self.long = struct.Struct(endian + ("Q" if wide else "I"))
+        self._sh_type = "4xI56x" if wide else "4xI32x"
+        self._type_columns: dict[int, struct.Struct] = {}
+
+    def section_types(self, table: bytes, count: int) -> tuple[int, ...]:
+        """sh_type of every section header: one C call, with a format kept per count."""
+        if count > 0xFF00:  # only in files with "extended" section counts: no huge formats
+            return tuple(t for (t,) in struct.iter_unpack(self.endian + self._sh_type, table))
+        column = self._type_columns.get(count)
+        if column is None:
+            column = self._type_columns[count] = struct.Struct(self.endian + self._sh_type * count)
+        return column.unpack(table)
 
 
-_LAYOUTS = {(e, b): _Layout(e, b) for e in "<>" for b in (32, 64)}
+# By e_ident[EI_CLASS:EI_DATA + 1].
+_LAYOUTS = {
+    bytes([ei_class, ei_data]): _Layout("<" if ei_data == 1 else ">", 32 * ei_class)
+    for ei_class in (1, 2)
+    for ei_data in (1, 2)
+}
 
 
-class _Reader:
-    """Positioned reads of one file. Section headers are raw tuples:
-    (name, type, flags, addr, offset, size, link, info, align, entsize)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.headers: dict[int, tuple[int, ...]] = {}  # by section index
-        self.table = b""
-        self.types: list[int] = []
-        self.layout = _LAYOUTS["<", 64]
-        self.blocks: list[tuple[int, bytes]] = []  # prefetched (file offset, data)
-
-    def read(self, offset: int, size: int) -> bytes:
-        if offset < 0 or size < 0:
-            raise ElfError("negative section offset or size")
-        data = os.pread(self.fd, size, offset)
-        if len(data) != size:
-            raise ElfError("a section runs past the end of the file")
-        return data
-
-    def locate(self, header: tuple[int, ...]) -> tuple[bytes, int]:
-        """(buffer, start): the section's bytes are buffer[start:start + size].
-
-        Served from the prefetched blocks without copying when possible.
-        """
-        offset, size = header[4], header[5]
-        for start, block in self.blocks:
-            if start <= offset and offset + size <= start + len(block):
-                return block, offset - start
-        return self.read(offset, size), 0
-
-    def section(self, header: tuple[int, ...]) -> bytes:
-        data, start = self.locate(header)
-        return data if start == 0 and len(data) == header[5] else data[start : start + header[5]]
-
-    def header(self, index: int) -> tuple[int, ...]:
-        cached = self.headers.get(index)
-        if cached is None:
-            size = self.layout.section.size
-            if not 0 <= index < len(self.table) // size:
-                raise ElfError(f"section index {index} out of range")
-            cached = self.headers[index] = self.layout.section.unpack_from(self.table, index * size)
-        return cached
-
-    def prefetch(self, sections: list[tuple[int, ...]]) -> None:
-        """Read the wanted sections (and their string tables) in as few reads as
-        possible: linkers put them next to each other at the start of the file,
-        far from the bulk (code, fatbins), which is never read."""
-        ranges = []
-        for header in sections:
-            linked = self.header(header[6])
-            ranges += [(header[4], header[4] + header[5]), (linked[4], linked[4] + linked[5])]
-        low = min(start for start, _ in ranges)
-        high = max(end for _, end in ranges)
-        if high - low <= sum(end - start for start, end in ranges) + _PREFETCH_GAP:
-            self.blocks = [(low, self.read(low, high - low))]  # the usual layout: one read
-            return
-        ranges.sort()
-        merged = [list(ranges[0])]
-        for start, end in ranges[1:]:
-            if start - merged[-1][1] <= _PREFETCH_GAP:
-                merged[-1][1] = max(merged[-1][1], end)
-            else:
-                merged.append([start, end])
-        self.blocks = [(start, self.read(start, end - start)) for start, end in merged]
-
-    def parse(self, head: bytes = b"") -> ElfInfo:
-        ident = head[:64] if len(head) >= 64 else os.pread(self.fd, 64, 0)
-        if len(ident) < 52 or ident[:4] != ELF_MAGIC:
-            raise ElfError("not an ELF file")
-        ei_class, ei_data = ident[4], ident[5]
-        if ei_class not in (1, 2) or ei_data not in (1, 2):
-            raise ElfError(f"unknown ELF class/encoding {ei_class}/{ei_data}")
-        layout = self.layout = _LAYOUTS["<" if ei_data == 1 else ">", 64 if ei_class == 2 else 32]
-        machine = layout.half.unpack_from(ident, 18)[0]
-        info = ElfInfo(bits=layout.bits, little_endian=layout.endian == "<", machine=machine)
-        wanted = self.wanted_sections(ident)
-        if wanted is None:
-            info.has_sections = False
-            return info
-        # .symtab is only read when there is no .dynsym (see the module docstring).
-        if SHT_DYNSYM in wanted:
-            wanted.pop(SHT_SYMTAB, None)
-            info.has_symtab = SHT_SYMTAB in self.types
-        self.prefetch(list(wanted.values()))
-        if SHT_DYNAMIC in wanted:
-            self.dynamic(wanted[SHT_DYNAMIC], info)
-        versions: dict[int, str] = {}
-        if SHT_GNU_VERNEED in wanted:
-            versions = self.version_needs(wanted[SHT_GNU_VERNEED], info)
-        if SHT_DYNSYM in wanted:
-            info.has_dynsym = True
-            info.imports = self.dynsym(wanted[SHT_DYNSYM], wanted.get(SHT_GNU_VERSYM), versions)
-        elif SHT_SYMTAB in wanted:
-            info.has_symtab = True
-            info.imports = self.symtab(wanted[SHT_SYMTAB])
-        return info
-
-    def wanted_sections(self, ident: bytes) -> dict[int, tuple[int, ...]] | None:
-        """The first section of each wanted type; None when there is no section table."""
-        layout = self.layout
-        if layout.bits == 64:
-            shoff = layout.long.unpack_from(ident, 40)[0]
-            shentsize, shnum = struct.unpack_from(layout.endian + "HH", ident, 58)
+def _parse(fd: int, head: bytes) -> ElfInfo:
+    if len(head) < 52 or head[:4] != ELF_MAGIC:
+        raise ElfError("not an ELF file")
+    layout = _LAYOUTS.get(head[4:6])
+    if layout is None:
+        raise ElfError(f"unknown ELF class/encoding {head[4]}/{head[5]}")
+    machine, shoff, shentsize, shnum = layout.file_header.unpack_from(head)
+    bits, little = layout.bits, layout.endian == "<"
+    if shoff == 0:
+        return ElfInfo(bits, little, machine, has_sections=False)
+    section = layout.section
+    if shentsize != section.size:
+        raise ElfError(f"unexpected section header size {shentsize}")
+    if shnum == 0:
+        # More than 0xff00 sections: the real count lives in section 0's sh_size.
+        shnum = section.unpack(_read(fd, shoff, shentsize))[5]
+    table = _read(fd, shoff, shnum * shentsize)
+    types = layout.section_types(table, shnum)
+    # .symtab is only read when there is no .dynsym (see the module docstring).
+    symbols_type = SHT_DYNSYM if SHT_DYNSYM in types else SHT_SYMTAB
+    # Section index -> header, for the wanted sections and the string tables
+    # they link to (sh_link; .gnu.version links to .dynsym instead).
+    headers: dict[int, tuple[int, ...]] = {}
+    wanted = []  # index of each wanted section, -1 when absent
+    for kind in (symbols_type, SHT_GNU_VERNEED, SHT_DYNAMIC, SHT_GNU_VERSYM):
+        try:
+            index = types.index(kind)
+        except ValueError:
+            wanted.append(-1)
+            continue
+        wanted.append(index)
+        header = headers[index] = section.unpack_from(table, index * shentsize)
+        if kind != SHT_GNU_VERSYM and header[6] not in headers:
+            headers[header[6]] = section.unpack_from(table, header[6] * shentsize)
+    symbols, verneed, dynamic, versym = wanted
+    data = _contents(fd, head, headers)
+    versions: dict[int, str] = {}
+    version_files = None
+    if verneed >= 0:
+        header = headers[verneed]
+        # sh_info: the number of Verneed records.
+        versions, files = _version_needs(data[verneed], header[7], data[header[6]], layout)
+        version_files = (files, data[header[6]])
+    dynamic_data = None
+    if dynamic >= 0:
+        dynamic_data = (data[dynamic], data[headers[dynamic][6]], layout.dynamic)
+    imports: Imports | None = None
+    if symbols >= 0:
+        header = headers[symbols]
+        if symbols_type == SHT_DYNSYM:
+            imports = DynsymImports(
+                data[symbols],
+                data[versym] if versym >= 0 else b"",
+                data[header[6]],
+                versions,
+                endian=layout.endian,
+                bits=bits,
+            )
         else:
-            shoff = layout.long.unpack_from(ident, 32)[0]
-            shentsize, shnum = struct.unpack_from(layout.endian + "HH", ident, 46)
-        if shoff == 0:
-            return None
-        if shentsize != layout.section.size:
-            raise ElfError(f"unexpected section header size {shentsize}")
-        if shnum == 0:
-            # More than 0xff00 sections: the real count lives in section 0's sh_size.
-            shnum = layout.section.unpack(self.read(shoff, shentsize))[5]
-        self.table = self.read(shoff, shnum * shentsize)
-        self.types = [t for (t,) in layout.section_type.iter_unpack(self.table)]
-        wanted: dict[int, tuple[int, ...]] = {}
-        for kind in _WANTED:
-            if kind in self.types:
-                wanted[kind] = self.header(self.types.index(kind))
-        return wanted
+            imports = _symtab_imports(
+                data[symbols], header[7], data[header[6]], layout, versions.values()
+            )
+    return ElfInfo(
+        bits,
+        little,
+        machine,
+        imports,
+        section_types=types,
+        dynamic=dynamic_data,
+        version_files=version_files,
+    )
 
-    def dynamic(self, header: tuple[int, ...], info: ElfInfo) -> None:
-        strtab, base = self.locate(self.header(header[6]))
-        data, start = self.locate(header)
-        entry = self.layout.dynamic
-        end = start + header[5] // entry.size * entry.size
-        for tag, value in entry.iter_unpack(data[start:end]):
-            if tag not in _DYNAMIC_TAGS:
-                continue
-            if tag == DT_NULL:
+
+def _read(fd: int, offset: int, size: int) -> bytes:
+    if offset < 0 or size < 0:
+        raise ElfError("negative section offset or size")
+    data = os.pread(fd, size, offset)
+    if len(data) != size:
+        raise ElfError("a section runs past the end of the file")
+    return data
+
+
+def _contents(fd: int, head: bytes, headers: dict[int, tuple[int, ...]]) -> dict[int, bytes]:
+    """Section index -> bytes, in as few reads as possible.
+
+    Sections within `head` (the file's first bytes, already read) cost no
+    read; the others are read in runs of neighbours. Linkers put .dynsym,
+    .dynstr, .gnu.version and .gnu.version_r together near the start and
+    .dynamic further on; the bulk in between (code, fatbins) is never read.
+    """
+    contents: dict[int, bytes] = {}
+    rest: list[tuple[int, int, int]] = []  # (offset, size, index) beyond `head`
+    limit = len(head)
+    for index, header in headers.items():
+        offset, size = header[4], header[5]
+        if offset + size <= limit:
+            contents[index] = head[offset : offset + size]
+        else:
+            rest.append((offset, size, index))
+    rest.sort()
+    first = 0
+    while first < len(rest):
+        low = rest[first][0]
+        high = low + rest[first][1]
+        last = first + 1
+        while last < len(rest) and rest[last][0] - high <= _READ_GAP:
+            high = max(high, rest[last][0] + rest[last][1])
+            last += 1
+        block = _read(fd, low, high - low)
+        for offset, size, index in rest[first:last]:
+            contents[index] = block[offset - low : offset - low + size]
+        first = last
+    return contents
+
+
+def _dynamic(
+    raw: bytes, strtab: bytes, entry: struct.Struct
+) -> tuple[list[str], list[str], list[str], str | None]:
+    """(DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME) from .dynamic."""
+    needed: list[str] = []
+    rpath: list[str] = []
+    runpath: list[str] = []
+    soname = None
+    for tag, value in entry.iter_unpack(raw[: len(raw) - len(raw) % entry.size]):
+        if tag == DT_NEEDED:
+            needed.append(_cstr(strtab, value))
+        elif tag == DT_NULL:
+            break
+        elif tag == DT_RUNPATH:
+            runpath += [p for p in _cstr(strtab, value).split(":") if p]
+        elif tag == DT_RPATH:
+            rpath += [p for p in _cstr(strtab, value).split(":") if p]
+        elif tag == DT_SONAME:
+            soname = _cstr(strtab, value)
+    return needed, rpath, runpath, soname
+
+
+def _version_needs(
+    raw: bytes, count: int, strtab: bytes, layout: _Layout
+) -> tuple[dict[int, str], dict[str, int]]:
+    """From .gnu.version_r: (version index -> version string, version string ->
+    string-table offset of the name of the library that provides it)."""
+    verneed, vernaux = layout.verneed.unpack_from, layout.vernaux.unpack_from
+    versions: dict[int, str] = {}
+    files: dict[str, int] = {}
+    offset = 0
+    # The chain of `count` Verneed records is walked by vn_next; a record or an
+    # entry past the section's end raises struct.error (a malformed file).
+    for _ in range(count):
+        _vn_version, vn_cnt, vn_file, vn_aux, vn_next = verneed(raw, offset)
+        aux = offset + vn_aux
+        for _ in range(vn_cnt):
+            _hash, _flags, other, vna_name, vna_next = vernaux(raw, aux)
+            version = versions[other & VERSYM_INDEX] = _cstr(strtab, vna_name)
+            files.setdefault(version, vn_file)
+            if vna_next == 0:
                 break
-            if tag == DT_NEEDED:
-                info.needed.append(_cstr(strtab, base + value))
-            elif tag == DT_RUNPATH:
-                info.runpath.extend(p for p in _cstr(strtab, base + value).split(":") if p)
-            elif tag == DT_RPATH:
-                info.rpath.extend(p for p in _cstr(strtab, base + value).split(":") if p)
-            elif tag == DT_SONAME:
-                info.soname = _cstr(strtab, base + value)
+            aux += vna_next
+        if vn_next == 0:
+            break
+        offset += vn_next
+    return versions, files
 
-    def version_needs(self, header: tuple[int, ...], info: ElfInfo) -> dict[int, str]:
-        """Map version index -> version string, from .gnu.version_r."""
-        strtab, base = self.locate(self.header(header[6]))
-        raw, offset = self.locate(header)
-        end = offset + header[5]
-        verneed, vernaux = self.layout.verneed, self.layout.vernaux
-        result: dict[int, str] = {}
-        libraries = info.version_libraries
-        # sh_info is the number of Verneed records; the chain is walked by vn_next.
-        for _ in range(header[7]):
-            if offset + verneed.size > end:
-                raise ElfError("truncated .gnu.version_r")
-            _vn_version, vn_cnt, vn_file, vn_aux, vn_next = verneed.unpack_from(raw, offset)
-            library = _cstr(strtab, base + vn_file)
-            aux = offset + vn_aux
-            for _ in range(vn_cnt):
-                if aux + vernaux.size > end:
-                    raise ElfError("truncated .gnu.version_r")
-                _hash, _flags, other, vna_name, vna_next = vernaux.unpack_from(raw, aux)
-                version = _cstr(strtab, base + vna_name)
-                result[other & VERSYM_INDEX] = version
-                if version not in libraries:
-                    libraries[version] = library
-                if vna_next == 0:
-                    break
-                aux += vna_next
-            if vn_next == 0:
-                break
-            offset += vn_next
-        return result
 
-    def undefined_flags(self, raw: bytes, first: int = 1) -> tuple[int, bytes]:
-        """(first, flags): flags[k] is 1 when symbol first+k has st_shndx SHN_UNDEF (0).
+def _symtab_imports(
+    raw: bytes, first_global: int, strtab: bytes, layout: _Layout, required: Iterable[str]
+) -> Imports:
+    """Imports from .symtab (no .dynsym); GNU ld writes them as `name@VERSION`."""
+    # Local symbols come first (sh_info = index of the first global one) and
+    # are never imports, so start after them.
+    first, flags = undefined_flags(raw, layout.bits, first_global)
+    imports: dict[str, str | None] = {}
+    for offset in compress(name_offsets(raw, layout.endian, layout.bits)[first:], flags):
+        if offset:
+            name, _, version = _cstr(strtab, offset).partition("@")
+            imports[name] = version.lstrip("@") or imports.get(name)
+    return Imports(imports, required)
 
-        Computed with slicing, int arithmetic and bytes.translate, all in C; the
-        callers pick values out with itertools.compress, also in C.
-        """
-        size, at = (24, 6) if self.layout.bits == 64 else (16, 14)
-        count = len(raw) // size
-        first = max(1, min(first, count))
-        if count <= first:
-            return first, b""
-        begin, end = first * size, count * size
-        # OR the two bytes of every st_shndx into one byte per symbol.
-        low = int.from_bytes(raw[begin + at : end : size], "little")
-        high = int.from_bytes(raw[begin + at + 1 : end : size], "little")
-        mask = (low | high).to_bytes(count - first, "little")
-        return first, mask.translate(_ZERO_TO_ONE)
 
-    def name_offsets(self, raw: bytes) -> array[int]:
-        """st_name of every symbol entry, as one array."""
-        return name_offsets(raw, self.layout.endian, self.layout.bits)
+def undefined_flags(raw: bytes, bits: int, first: int = 1) -> tuple[int, bytes]:
+    """(first, flags): flags[k] is 1 when symbol first+k has st_shndx SHN_UNDEF (0).
 
-    def dynsym(
-        self, header: tuple[int, ...], versym: tuple[int, ...] | None, versions: dict[int, str]
-    ) -> DynsymImports:
-        strtab_header = self.header(header[6])
-        return DynsymImports(
-            self.section(header),
-            self.section(versym) if versym is not None else b"",
-            self.section(strtab_header),
-            versions,
-            endian=self.layout.endian,
-            bits=self.layout.bits,
-        )
-
-    def symtab(self, header: tuple[int, ...]) -> Imports:
-        """Imports from .symtab (no .dynsym); GNU ld writes them as `name@VERSION`."""
-        strtab = self.section(self.header(header[6]))
-        raw = self.section(header)
-        # Local symbols come first (sh_info = index of the first global one)
-        # and are never imports, so start after them.
-        first, flags = self.undefined_flags(raw, first=header[7])
-        imports: dict[str, str | None] = {}
-        for offset in compress(self.name_offsets(raw)[first:], flags):
-            if offset:
-                name, _, version = _cstr(strtab, offset).partition("@")
-                imports[name] = version.lstrip("@") or imports.get(name)
-        return Imports(imports)
+    Computed with slicing, int arithmetic and bytes.translate, all in C; the
+    callers pick values out with itertools.compress, also in C.
+    """
+    size, at = (24, 6) if bits == 64 else (16, 14)
+    count = len(raw) // size
+    first = max(1, min(first, count))
+    if count <= first:
+        return first, b""
+    begin, end = first * size, count * size
+    # OR the two bytes of every st_shndx into one byte per symbol.
+    low = int.from_bytes(raw[begin + at : end : size], "little")
+    high = int.from_bytes(raw[begin + at + 1 : end : size], "little")
+    mask = (low | high).to_bytes(count - first, "little")
+    return first, mask.translate(_ZERO_TO_ONE)
 
 
 def name_offsets(raw: bytes, endian: str, bits: int) -> array[int]:

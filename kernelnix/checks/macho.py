@@ -77,9 +77,10 @@ def is_macho(head: bytes) -> bool:
     )
 
 
-def read_macho(path: Path) -> list[MachOInfo]:
+def read_macho(path: Path | str) -> list[MachOInfo]:
     """All slices of `path`; raises MachOError for malformed files."""
-    data = path.read_bytes()
+    with open(path, "rb") as file:
+        data = file.read()
     try:
         return parse_macho(data)
     except (struct.error, IndexError) as exc:

@@ -54,6 +54,20 @@ class Policy:
     _verdicts: dict[str, VersionVerdict | None] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # Versions judged allowed or not governed: most libraries need only these,
+    # and a set difference (in C) clears them all at once.
+    _accepted: set[str] = field(default_factory=set, compare=False, repr=False)
+
+    def rejected(self, versions: set[str]) -> dict[str, VersionVerdict]:
+        """The versions among `versions` that this policy rejects, with their verdicts."""
+        bad: dict[str, VersionVerdict] = {}
+        for version in versions - self._accepted:
+            verdict = self.judge(version)
+            if verdict is None or verdict.allowed:
+                self._accepted.add(version)
+            else:
+                bad[version] = verdict
+        return bad
 
     def judge(self, version_string: str) -> VersionVerdict | None:
         """Verdict for `NAMESPACE_VERSION`; None when the policy does not govern it."""

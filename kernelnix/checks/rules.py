@@ -51,6 +51,8 @@ def compiled_libraries(ctx: VariantContext) -> Iterable[Violation]:
         os_name=ctx.os_name,
         redistributable=ctx.options.redistributable,
     )
+    # The policy, so the settings, depend on a binary's format and CPU only.
+    settings: dict[tuple[str, str], BinarySettings] = {}
     for relative in ctx.listing.files:
         if not is_binary_name(relative):
             continue
@@ -60,7 +62,10 @@ def compiled_libraries(ctx: VariantContext) -> Iterable[Violation]:
             policy, problem = _policy_for(ctx, binary)
             if problem is not None:
                 yield problem
-            yield from check_binary(binary, replace(base, policy=policy))
+            key = (binary.format, binary.cpu)
+            if key not in settings:
+                settings[key] = replace(base, policy=policy)
+            yield from check_binary(binary, settings[key])
 
 
 def _policy_for(ctx: VariantContext, binary: Binary) -> tuple[Policy | None, Violation | None]:
