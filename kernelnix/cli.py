@@ -87,6 +87,7 @@ COMMAND_MODULES = {
     "fill-card": "author",
     "upload": "author",
     "build-and-upload": "author",
+    "completion": "completion",
 }
 
 
@@ -116,6 +117,8 @@ def main() -> None:
     Examples:
       kernelnix check-config examples/relu
       kernelnix update-build --dry-run path/to/kernel
+      kernelnix build --local examples/relu
+      kernelnix COMMAND --help
     """
 
 

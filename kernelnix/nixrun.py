@@ -24,6 +24,7 @@ from kernelnix.diagnostics import UserError
 from kernelnix.generate import generate
 from kernelnix.nixhost import HOST_FILE
 from kernelnix.plan import current_system
+from kernelnix.process import run_shown
 
 # Harmless where nix.conf already enables them; needed where it does not.
 NIX_FEATURES = ("--extra-experimental-features", "nix-command flakes")
@@ -62,10 +63,7 @@ def nix_command(*args: str) -> list[str]:
 
 def run(command: Sequence[str], cwd: Path | None = None, capture: bool = False) -> str:
     """Print `+ nix ...`, run it; a failure exits with Nix's status (its message is on stderr)."""
-    click.echo("+ " + shlex.join(["nix", *command[1:]]), err=True)
-    done = subprocess.run(
-        list(command), cwd=cwd, text=True, stdout=subprocess.PIPE if capture else None, check=False
-    )
+    done = run_shown(command, cwd=cwd, stdout=subprocess.PIPE if capture else None)
     if done.returncode != 0:
         sys.exit(done.returncode)
     return done.stdout or ""

@@ -15,7 +15,6 @@ everything staged (Nix flakes only see tracked files).
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from kernelnix.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.emit.render import render
 from kernelnix.fileio import write_atomic
 from kernelnix.generate import FLAKE_FILE, generate
+from kernelnix.process import run_shown
 
 ALL = "all"
 DEFAULT_LICENSE = "Apache-2.0"
@@ -206,9 +206,7 @@ def _git_init(directory: Path) -> Diagnostic | None:
             severity="warning",
         )
     for args in (["init", "--quiet"], ["add", "-A"]):
-        done = subprocess.run(
-            [git, "-C", str(directory), *args], capture_output=True, text=True, check=False
-        )
+        done = run_shown([git, "-C", str(directory), *args], capture_output=True)
         if done.returncode != 0:
             return Diagnostic(
                 f"git {' '.join(args)} failed: {done.stderr.strip()}",

@@ -7,6 +7,7 @@ so that a second build only recompiles what changed.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from kernelnix.build.variant import build_variant
 from kernelnix.config import LoadedConfig, load_config
 from kernelnix.diagnostics import Diagnostic, UserError
 from kernelnix.plan import PlanOptions, build_plan, current_system
+from kernelnix.progress import Progress
 
 BUILD_DIR = "build"
 WORK_DIR = ".build"
@@ -40,11 +42,8 @@ def plan_here(directory: Path, unique_id: str | None = None) -> tuple[LoadedConf
     return loaded, plan
 
 
-def build_planned(
-    plan: dict[str, Any], directory: Path, variant: str | None = None, jobs: int | None = None
-) -> LocalBuild:
-    """Build `variant` of `plan`, or every variant of it this machine can build."""
-    system = current_system()
+def _reasons(plan: dict[str, Any], system: str, variant: str | None) -> dict[str, str | None]:
+    """Every variant of `system` (or just `variant`) -> why it cannot be built here, or None."""
     variants = plan["variants"].get(system, {})
     if variant is not None and variant not in variants:
         raise UserError.single(
@@ -52,21 +51,40 @@ def build_planned(
             key="--variant",
             fix=f"use one of: {', '.join(variants) or '(none)'}",
         )
-    result = LocalBuild()
+    reasons = {n: why_not_buildable(e) for n, e in variants.items() if variant in (None, n)}
+    if variant is not None and reasons[variant]:
+        raise UserError.single(f"cannot build {variant} on this machine: {reasons[variant]}")
+    return reasons
+
+
+def build_planned(
+    plan: dict[str, Any],
+    directory: Path,
+    variant: str | None = None,
+    jobs: int | None = None,
+    *,
+    progress: bool = False,
+) -> LocalBuild:
+    """Build `variant` of `plan`, or every variant of it this machine can build.
+
+    With `progress`, a build of several variants shows kernelnix.progress on stderr.
+    """
+    system = current_system()
+    reasons = _reasons(plan, system, variant)
+    result = LocalBuild(skipped={name: reason for name, reason in reasons.items() if reason})
     out_dir = directory / BUILD_DIR
-    for name, entry in variants.items():
-        if variant not in (None, name):
-            continue
-        reason = why_not_buildable(entry)
-        if reason and variant is not None:
-            raise UserError.single(f"cannot build {name} on this machine: {reason}")
-        if reason:
-            result.skipped[name] = reason
-            continue
-        work_dir = out_dir / WORK_DIR / name if entry["kind"] != "noarch" else None
-        result.built.append(
-            build_variant(plan, system, name, directory, out_dir, jobs=jobs, work_dir=work_dir)
-        )
+    stream = sys.stderr if progress and len(reasons) > 1 else None
+    with Progress(list(reasons), stream) as display:
+        for name in result.skipped:
+            display.skip(name)
+        for name in (name for name in reasons if name not in result.skipped):
+            noarch = plan["variants"][system][name]["kind"] == "noarch"
+            work_dir = None if noarch else out_dir / WORK_DIR / name
+            with display.building(name, out_dir / WORK_DIR / f"{name}.log"):
+                built = build_variant(
+                    plan, system, name, directory, out_dir, jobs=jobs, work_dir=work_dir
+                )
+            result.built.append(built)
     return result
 
 
@@ -76,9 +94,10 @@ def build_local(
     *,
     unique_id: str | None = None,
     jobs: int | None = None,
+    progress: bool = False,
 ) -> LocalBuild:
     """Build the variants of `directory` this machine can build (or just `variant`)."""
     loaded, plan = plan_here(directory, unique_id)
-    result = build_planned(plan, directory, variant, jobs)
+    result = build_planned(plan, directory, variant, jobs, progress=progress)
     result.warnings = list(loaded.warnings)
     return result

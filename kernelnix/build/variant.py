@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import copy
 import os
-import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -30,6 +28,7 @@ from kernelnix.diagnostics import UserError
 from kernelnix.emit.cmake import cmake_project, noarch_ops_py, variant_of, write_project
 from kernelnix.ids import check_unique_id, ops_id
 from kernelnix.metadata import BuildProvenance, Metadata
+from kernelnix.process import run_shown
 
 TOOLCHAINS = ("host", "hermetic")
 
@@ -40,8 +39,7 @@ class BuildError(Exception):
 
 def run_command(args: list[str]) -> None:
     """Run a command, printing it first as `+ cmd`; BuildError when it fails."""
-    print(f"+ {shlex.join(args)}", flush=True)
-    done = subprocess.run(args, check=False)
+    done = run_shown(args)
     if done.returncode != 0:
         raise BuildError(f"{Path(args[0]).name} exited with status {done.returncode}")
 

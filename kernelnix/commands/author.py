@@ -97,8 +97,9 @@ def hash_command(directory: Path) -> None:
     The `kernels` loader checks the digest of signed variants.
 
     \b
-    Example:
+    Examples:
       kernelnix hash examples/relu
+      kernelnix hash build/torch213-cxx11-cpu-x86_64-linux
     """
     from kernelnix.digest import hash_variants
 
@@ -114,8 +115,9 @@ def fill_card_command(directory: Path, output: Path | None) -> None:
     """Render DIRECTORY's card (its CARD.md template, else the default) to OUTPUT or stdout.
 
     \b
-    Example:
+    Examples:
       kernelnix fill-card examples/relu build/CARD.md
+      kernelnix fill-card examples/relu | less
     """
     from kernelnix.card import render_card
 
@@ -222,8 +224,9 @@ def build_and_upload_command(
     """Build DIRECTORY's bundle with Nix into DIRECTORY/build, then upload it.
 
     \b
-    Example:
+    Examples:
       kernelnix build-and-upload --dry-run examples/relu
+      kernelnix build-and-upload -L --cores 8 --repo-id my-org/relu .
     """
     from kernelnix.nixrun import NixOptions, build_and_copy
 

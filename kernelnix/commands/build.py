@@ -36,28 +36,43 @@ reports_build_errors = exits_on(BuildError, "build failed: ")
 @click.option("--variant", metavar="NAME", help="Build only this variant.")
 @UNIQUE_ID_OPTION
 @JOBS_OPTION
+@click.option(
+    "--no-progress",
+    is_flag=True,
+    help="With --local: no per-variant progress lines; build output goes to the terminal.",
+)
 @reports_user_errors
 @reports_build_errors
 def build_command(
-    directory: Path, local: bool, variant: str | None, unique_id: str | None, jobs: int | None
+    directory: Path,
+    local: bool,
+    variant: str | None,
+    unique_id: str | None,
+    jobs: int | None,
+    no_progress: bool,
 ) -> None:
     """Build the variants of DIRECTORY/build.toml into DIRECTORY/build/.
 
     With --local, every variant this machine can build (its system, its
     Torch, its compilers) is built without Nix; the others are listed with
-    the reason. The results are not redistributable.
+    the reason. The results are not redistributable. Several variants show
+    one progress line each on stderr; on a terminal, their build output goes
+    to DIRECTORY/build/.build/<variant>.log.
 
     \b
     Examples:
       kernelnix build --local examples/relu
       kernelnix build --local examples/relu --variant torch213-cxx11-cpu-x86_64-linux
+      kernelnix build examples/relu
     """
     if not local:
         from kernelnix.nixrun import NixOptions, build_with_nix
 
         build_with_nix(directory, variant, unique_id, NixOptions(cores=jobs))
         return
-    result = build_local(directory, variant, unique_id=unique_id, jobs=jobs)
+    result = build_local(
+        directory, variant, unique_id=unique_id, jobs=jobs, progress=not no_progress
+    )
     print_warnings(result.warnings)
     for name, reason in result.skipped.items():
         click.echo(f"skipped {name}: {reason}")
@@ -134,7 +149,7 @@ def build_variant_command(
     """Build one variant of a plan into OUT/NAME/ (the step a Nix derivation runs).
 
     \b
-    Example:
+    Examples:
       kernelnix build-variant --plan kernelnix-plan.json \\
         --variant torch213-cxx11-cpu-x86_64-linux --source . --out "$out"
     """
@@ -166,8 +181,9 @@ def create_pyproject_command(directory: Path, force: bool) -> None:
     compile_commands.json for IDEs.
 
     \b
-    Example:
+    Examples:
       kernelnix create-pyproject examples/relu
+      pip install --no-build-isolation -e examples/relu
     """
     for path in create_pyproject(directory, force=force):
         click.echo(f"wrote {path}")

@@ -23,7 +23,8 @@ def check_config(directory: Path, as_json: bool) -> None:
     Exit code 2 when the file is invalid.
 
     \b
-    Example:
+    Examples:
+      kernelnix check-config
       kernelnix check-config examples/relu --json
     """
     loaded = load_config(directory)
@@ -49,8 +50,9 @@ def update_build(directory: Path, dry_run: bool) -> None:
     Comments and key order are kept; the file is replaced atomically.
 
     \b
-    Example:
+    Examples:
       kernelnix update-build --dry-run examples/relu-legacy
+      kernelnix update-build path/to/kernel
     """
     update = plan_update(directory)
     if not update.changed:

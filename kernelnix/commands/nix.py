@@ -64,7 +64,8 @@ def generate_command(
     `git add` the new files.
 
     \b
-    Example:
+    Examples:
+      kernelnix generate
       kernelnix generate path/to/kernel --kernelnix-url git+file:///src/kernelnix
     """
     loaded = load_config(directory)
@@ -92,7 +93,8 @@ def build_and_copy_command(
     """Build DIRECTORY's bundle with Nix and copy its variants into DIRECTORY/build.
 
     \b
-    Example:
+    Examples:
       kernelnix build-and-copy examples/relu
+      kernelnix build-and-copy -L --max-jobs 2 --cores 8 .
     """
     build_and_copy(directory, NixOptions(print_build_logs, max_jobs, cores))

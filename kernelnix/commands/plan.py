@@ -125,8 +125,9 @@ def plan_command(directory: Path, unique_id: str | None, output: Path | None) ->
     """Write the build plan of DIRECTORY/build.toml (JSON, every system).
 
     \b
-    Example:
-      kernelnix plan examples/relu -o /tmp/relu-plan.json
+    Examples:
+      kernelnix plan examples/relu
+      kernelnix plan examples/relu -o /tmp/relu-plan.json --unique-id dev
     """
     loaded = load_config(directory)
     print_warnings(loaded.warnings)
