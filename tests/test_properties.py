@@ -15,12 +15,11 @@ import tomlkit
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import HOSTILE, WORDS, text
 
 from kernelnix.cli import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-HOSTILE = ['"', "'", "${x}", "$(rm -rf /)", "\\", "\n", ";", "`id`", ")", "]]", "#", "..", "/"]
-
 KEYS = {
     "general": [
         "name",
@@ -52,28 +51,6 @@ KEYS = {
         "sycl-flags",
     ],
 }
-WORDS = [
-    "cpu",
-    "cuda",
-    "rocm",
-    "xpu",
-    "metal",
-    "tpu",
-    "torch",
-    "2.12",
-    "12.6",
-    "9.0a",
-    "8.0",
-    "gfx942",
-    "relu",
-    "k.cpp",
-    "Apache-2.0",
-    "https://github.com/o/r",
-    "einops",
-    "5",
-]
-
-text = st.one_of(st.sampled_from(WORDS + HOSTILE), st.text(max_size=12))
 scalar = st.one_of(text, st.integers(-3, 2**40), st.floats(allow_nan=False), st.booleans())
 value = st.recursive(
     scalar,

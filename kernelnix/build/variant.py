@@ -6,7 +6,8 @@ kernel's sources), configure with Ninja, compile, install into a staging
 directory, check that the library holds exactly the planned GPU archs.
 Noarch variants: copy the Python package, generate `_ops.py`. Then write the
 metadata with provenance, run the post-build checks and only then move the
-variant directory into place: a failed build leaves nothing behind.
+variant directory into place: a failed build leaves nothing behind, a killed
+one at most a temporary directory that the next build removes (kernelnix.fileio).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from kernelnix.build.host import compiler_version, host_check_policy, why_not_bu
 from kernelnix.checks import DEFAULT_POLICY, CheckOptions, render_reports, run_checks
 from kernelnix.diagnostics import UserError
 from kernelnix.emit.cmake import cmake_project, noarch_ops_py, variant_of, write_project
+from kernelnix.fileio import replacing_dir
 from kernelnix.ids import check_unique_id, ops_id
 from kernelnix.metadata import BuildProvenance, Metadata
 from kernelnix.process import run_shown
@@ -105,22 +107,28 @@ def _check_archs(library: Path, variant: dict[str, Any]) -> None:
         )
 
 
-def _stage_compiled(
+@contextmanager
+def _compiled(
     plan: dict[str, Any],
     system: str,
     name: str,
     source_dir: Path,
-    target: Path,
-    work_dir: Path,
+    work_dir: Path | None,
     metadata: str,
     jobs: int | None,
-) -> None:
+) -> Iterator[Path]:
+    """Configure and compile the variant's CMake project; yields its build tree."""
     variant = variant_of(plan, system, name)
-    project, build = work_dir / "project", work_dir / "build"
-    write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
-    definitions = _cmake_definitions(variant, source_dir, jobs)
-    run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
-    run_command(["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])])
+    with _work_dir(work_dir) as work:
+        project, build = work / "project", work / "build"
+        write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
+        definitions = _cmake_definitions(variant, source_dir, jobs)
+        run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
+        run_command(["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])])
+        yield build
+
+
+def _install(build: Path, target: Path, variant: dict[str, Any]) -> None:
     run_command(["cmake", "--install", str(build), "--prefix", str(target)])
     _check_archs(target / f"{variant['ops-id']}.abi3.so", variant)
 
@@ -166,15 +174,6 @@ def _work_dir(work_dir: Path | None) -> Iterator[Path]:
         yield Path(temporary)
 
 
-def _move_into_place(staged: Path, destination: Path) -> Path:
-    """Replace `destination` by `staged` (same file system); the old one is removed."""
-    if destination.exists():
-        old = staged.parent / f".old-{destination.name}"
-        destination.rename(old)
-    staged.rename(destination)
-    return destination
-
-
 def build_variant(
     plan: dict[str, Any],
     system: str,
@@ -202,15 +201,19 @@ def build_variant(
         raise UserError.single(f"cannot build {variant_name} on this machine: {reason}")
     metadata = metadata_text(variant, toolchain, redistributable)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".kernelnix-", dir=out_dir) as staging:
-        target = Path(staging) / variant_name
-        if variant["kind"] == "noarch":
+    destination = out_dir / variant_name
+    # The variant directory is staged only after the compile: a build killed
+    # while compiling leaves nothing in out_dir.
+    compiled = (
+        nullcontext(None)
+        if variant["kind"] == "noarch"
+        else _compiled(plan, system, variant_name, source_dir, work_dir, metadata, jobs)
+    )
+    with compiled as build, replacing_dir(destination) as target:
+        if build is None:
             _stage_noarch(plan, source_dir, target, metadata)
         else:
-            with _work_dir(work_dir) as work:
-                _stage_compiled(
-                    plan, system, variant_name, source_dir, target, work, metadata, jobs
-                )
+            _install(build, target, variant)
         run_post_build_checks(target, redistributable)
         _remove_bytecode(target)
-        return _move_into_place(target, out_dir / variant_name)
+    return destination
