@@ -10,7 +10,9 @@ defines TORCH_API_INCLUDE_EXTENSION_H (torch/torch.h then pulls in pybind11
 and the Python bindings) and links libtorch_python; we build a limited-API
 module with hidden visibility and link only c10/torch_cpu/torch.
 
-Run: python benchmarks/bench_compile.py [--repeat N]
+Target: ours no slower than cpp_extension (ratio <= 1).
+
+Run: python benchmarks/bench_compile.py [--repeat N] [--with-build-step]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import time
 from pathlib import Path
 
 import torch.utils.cpp_extension as cpp_extension
+from figures import Figure, report
 
 from kernelnix.build import build_variant
 from kernelnix.config import load_config
@@ -89,34 +92,44 @@ def fresh(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"bench-{prefix}-"))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=1, help="cold builds of each (default 1)")
-    parser.add_argument("--with-build-step", action="store_true", help="also time build_variant")
-    args = parser.parse_args()
+def measure(repeat: int = 1) -> list[Figure]:
+    """Best of `repeat` cold builds of each."""
     if shutil.which("ccache"):
         os.environ["CCACHE_DISABLE"] = "1"
     ours, theirs = [], []
-    for _ in range(args.repeat):
-        for times, measure, prefix in (
+    for _ in range(repeat):
+        for times, timer, prefix in (
             (ours, time_ours, "ours"),
             (theirs, time_cpp_extension, "cpp"),
         ):
             work = fresh(prefix)
             try:
-                times.append(measure(work))
+                times.append(timer(work))
             finally:
                 shutil.rmtree(work, ignore_errors=True)
-    best_ours, best_theirs = min(ours), min(theirs)
-    print(f"relu CPU, cold, -j{JOBS}, {' '.join(OPTIMIZE)}, best of {args.repeat}")
-    print(f"  kernelnix CMake project (configure+compile+link): {best_ours:7.1f} s")
-    print(f"  torch cpp_extension.load (same sources)          : {best_theirs:7.1f} s")
-    print(f"  ratio ours / cpp_extension                       : {best_ours / best_theirs:7.2f}")
+    return [
+        Figure(
+            name=f"cold compile of relu CPU by our CMake project (configure to link, -j{JOBS})",
+            seconds=min(ours),
+            baseline="torch.utils.cpp_extension.load of the same sources",
+            baseline_seconds=min(theirs),
+            target=1.0,
+            target_text="no slower than cpp_extension",
+            detail=f"best of {repeat}; both {' '.join(OPTIMIZE)}, no ccache",
+        )
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1, help="cold builds of each (default 1)")
+    parser.add_argument("--with-build-step", action="store_true", help="also time build_variant")
+    args = parser.parse_args()
+    report(measure(args.repeat))
     if args.with_build_step:
         out = fresh("step")
         try:
-            step = time_build_step(out)
-            print(f"  kernelnix build step (+ install, checks)         : {step:7.1f} s")
+            print(f"kernelnix build step (+ install, checks): {time_build_step(out):.1f} s")
         finally:
             shutil.rmtree(out, ignore_errors=True)
 

@@ -1,11 +1,15 @@
 """What Nix costs on top of the build itself.
 
-1. `nix eval --json .#variants` on the largest example (most source files):
-   the median of several runs after a warm-up. Target: under 1 s.
+1. `nix eval --json .#variants` on the largest example (most source files),
+   the median of several runs after a warm-up, against Nix's start-up
+   (`nix eval --expr 1`). Target: under 1 s.
 2. `nix build .#bundle` against running the same build step directly
    (`kernelnix build-variant` for the same variant into a temp dir), each
    from scratch (the Nix outputs are deleted from the store between runs),
    as a ratio. Target: overhead under 15 %.
+3. A no-op rebuild: a second `nix build .#<variant>` of a variant already in
+   the store, against `nix eval` of the same attribute's output path.
+   Target: at most 1.5 times the evaluation.
 
     python benchmarks/bench_nix.py [--runs N] [--example NAME]
 """
@@ -15,12 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from figures import Figure, duration, report, run_quietly, timed
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -38,6 +42,7 @@ from kernelnix.plan import PlanOptions, build_plan, current_system  # noqa: E402
 
 EVAL_TARGET_S = 1.0
 OVERHEAD_TARGET = 0.15
+NOOP_TARGET = 1.5
 
 
 def largest_example() -> Path:
@@ -48,15 +53,9 @@ def largest_example() -> Path:
     return max((p for p in EXAMPLES.iterdir() if (p / "build.toml").is_file()), key=size)
 
 
-def timed(action: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    action()
-    return time.perf_counter() - start
-
-
 def direct_build(project: Path, variant: str, env: dict[str, str]) -> None:
     with tempfile.TemporaryDirectory() as out:
-        subprocess.run(
+        run_quietly(
             [
                 sys.executable,
                 "-m",
@@ -75,9 +74,7 @@ def direct_build(project: Path, variant: str, env: dict[str, str]) -> None:
                 "--toolchain",
                 "host",
             ],
-            check=True,
-            capture_output=True,
-            env=env,
+            env,
         )
 
 
@@ -99,12 +96,13 @@ def variants_of(project: Path, env: dict[str, str]) -> list[str]:
     return found[current_system()]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--example", help="example name (default: the largest)")
-    args = parser.parse_args()
-    example = EXAMPLES / args.example if args.example else largest_example()
+def median_time(action: Callable[[], object], runs: int) -> float:
+    return statistics.median(timed(action) for _ in range(runs))
+
+
+def measure(runs: int = 3, example: Path | None = None) -> list[Figure]:
+    """The three figures on `example` (default: the largest), medians of `runs`."""
+    example = example or largest_example()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         url = clone_worktree(work / "kernelnix")
@@ -112,27 +110,56 @@ def main() -> None:
         project = make_project(example, work / example.name, url, env)
         nix(project, env, "build", ".#bundle")  # warm-up: lock file, sources in the store
         variants = sorted(p.name for p in (project / "result").iterdir() if p.name != "benchmarks")
-        evals = [timed(lambda: variants_of(project, env)) for _ in range(max(args.runs, 5))]
-        eval_s = statistics.median(evals)
-        print(f"example: {example.name}; bundle here: {', '.join(variants)}")
-        print(
-            f"nix eval .#variants: {eval_s * 1000:.0f} ms median of {len(evals)} "
-            f"(target < {EVAL_TARGET_S * 1000:.0f} ms) "
-            f"{'OK' if eval_s < EVAL_TARGET_S else 'OVER'}"
+        evals = max(runs, 5)
+        startup = median_time(lambda: nix(project, env, "eval", "--expr", "1"), evals)
+        eval_s = median_time(lambda: variants_of(project, env), evals)
+        attribute = f".#{variants[0]}"
+        out_path = median_time(
+            lambda: nix(project, env, "eval", "--raw", f"{attribute}.outPath"), evals
         )
+        noop = median_time(lambda: nix(project, env, "build", attribute), evals)
         direct, via_nix = [], []
-        for _ in range(args.runs):
+        for _ in range(runs):
             direct.append(sum(timed(lambda v=v: direct_build(project, v, env)) for v in variants))
             via_nix.append(nix_build_from_scratch(project, env, variants))
-        d, n = statistics.median(direct), statistics.median(via_nix)
-        overhead = n / d - 1
-        print(f"build step directly (kernelnix build-variant): {d:.2f} s median of {args.runs}")
-        print(f"nix build .#bundle from scratch:                {n:.2f} s median of {args.runs}")
-        print(
-            f"ratio nix/direct: {n / d:.3f} -> overhead {overhead * 100:+.1f} % "
-            f"(target < {OVERHEAD_TARGET * 100:.0f} %) "
-            f"{'OK' if overhead < OVERHEAD_TARGET else 'OVER'}"
-        )
+    built = f"{example.name}: {', '.join(variants)}"
+    return [
+        Figure(
+            name=f"nix eval --json .#variants ({example.name})",
+            seconds=eval_s,
+            baseline="nix eval --expr 1 (Nix start-up)",
+            baseline_seconds=startup,
+            target=EVAL_TARGET_S / startup,
+            target_text=f"under {duration(EVAL_TARGET_S)}",
+            detail=f"medians of {evals}",
+        ),
+        Figure(
+            name=f"nix build .#bundle from scratch ({built})",
+            seconds=statistics.median(via_nix),
+            baseline="the same build step run directly (kernelnix build-variant)",
+            baseline_seconds=statistics.median(direct),
+            target=1 + OVERHEAD_TARGET,
+            target_text=f"Nix overhead under {OVERHEAD_TARGET * 100:.0f} %",
+            detail=f"medians of {runs}",
+        ),
+        Figure(
+            name=f"no-op rebuild: a second nix build {attribute} (already built)",
+            seconds=noop,
+            baseline=f"nix eval {attribute}.outPath",
+            baseline_seconds=out_path,
+            target=NOOP_TARGET,
+            target_text="little beyond evaluating the attribute",
+            detail=f"medians of {evals}",
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--example", help="example name (default: the largest)")
+    args = parser.parse_args()
+    report(measure(args.runs, EXAMPLES / args.example if args.example else None))
 
 
 if __name__ == "__main__":

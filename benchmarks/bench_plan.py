@@ -2,8 +2,8 @@
 
 Generates a project with 3,000+ source files, 12 kernel sections and every
 backend, then times `kernelnix plan` (a fresh process, as a user runs it)
-against a bare `python -c pass` measured in the same run. Target: under 150 ms
-beyond start-up.
+against a bare `python -c pass` measured in the same run, best of N. Target:
+under 150 ms beyond start-up.
 
     python benchmarks/bench_plan.py [--runs N]
 """
@@ -11,15 +11,14 @@ beyond start-up.
 from __future__ import annotations
 
 import argparse
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from figures import Figure, best_and_median, duration, report, run_quietly
+
 BACKENDS = ["cpu", "cuda", "rocm", "xpu", "metal"]
-TARGET_MS = 150.0
+TARGET_S = 0.150
 
 
 def make_project(root: Path, files_per_kernel: int = 260) -> int:
@@ -58,19 +57,8 @@ def make_project(root: Path, files_per_kernel: int = 260) -> int:
     return count + 40
 
 
-def best_of(command: list[str], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
-    return min(times) * 1000, statistics.median(times) * 1000
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=7)
-    args = parser.parse_args()
+def measure(runs: int = 7) -> list[Figure]:
+    """`kernelnix plan` of the big project in a fresh process against `python -c pass`."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         files = make_project(root)
@@ -86,20 +74,27 @@ def main() -> None:
             "--unique-id",
             "bench",
         ]
-        bare_min, bare_med = best_of([sys.executable, "-c", "pass"], args.runs)
-        plan_min, plan_med = best_of(plan, args.runs)
+        bare, _ = best_and_median(lambda: run_quietly([sys.executable, "-c", "pass"]), runs)
+        best, median = best_and_median(lambda: run_quietly(plan), runs)
         size = out.stat().st_size
-    beyond = plan_min - bare_min
-    print(f"project: {files} source files, 12 kernel sections, backends {', '.join(BACKENDS)}")
-    print(f"python -c pass:  best {bare_min:7.1f} ms   median {bare_med:7.1f} ms")
-    print(
-        f"kernelnix plan:  best {plan_min:7.1f} ms   median {plan_med:7.1f} ms "
-        f"(plan file {size / 1024:.0f} KiB)"
-    )
-    print(
-        f"beyond start-up: {beyond:.1f} ms; target {TARGET_MS:.0f} ms; "
-        f"ratio to target {beyond / TARGET_MS:.2f}"
-    )
+    return [
+        Figure(
+            name=f"kernelnix plan of the largest config ({files} files, 12 kernels, 5 backends)",
+            seconds=best,
+            baseline="python -c pass",
+            baseline_seconds=bare,
+            target=(bare + TARGET_S) / bare,
+            target_text=f"start-up + {TARGET_S * 1000:.0f} ms",
+            detail=f"best of {runs}; median {duration(median)}; plan file {size / 1024:.0f} KiB",
+        )
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    report(measure(args.runs))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,68 @@
+"""A no-op rebuild without Nix: a second `kernelnix build --local` when nothing
+changed.
+
+The example is copied and committed to a fresh git repository (a stable op
+namespace, as in a real kernel repository) and built once; then the rebuild
+is timed in a fresh process, best of N. It still configures (from the CMake
+cache), lets Ninja find nothing to do, installs and runs the post-build
+checks, whose import check loads Torch: the baseline is `python -c "import
+torch"`, timed in the same run. Target: at most twice that import.
+
+    python benchmarks/bench_rebuild.py [--runs N] [--example NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from figures import Figure, best_and_median, duration, report, run_quietly
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from nix_projects import EXAMPLES, git  # noqa: E402
+
+TARGET = 2.0
+
+
+def measure(runs: int = 5, example: str = "relu") -> list[Figure]:
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp) / example
+        ignored = shutil.ignore_patterns("build", "result", "__pycache__")
+        shutil.copytree(EXAMPLES / example, project, ignore=ignored)
+        git(project, "init", "-q")
+        git(project, "add", "-A")
+        git(project, "commit", "-q", "-m", "bench")
+        build = [sys.executable, "-m", "kernelnix", "build", "--local", str(project)]
+        run_quietly(build)  # the first build compiles
+        best, median = best_and_median(lambda: run_quietly(build), runs)
+        torch, _ = best_and_median(
+            lambda: run_quietly([sys.executable, "-c", "import torch"]), runs
+        )
+    return [
+        Figure(
+            name=f"no-op rebuild: a second kernelnix build --local of {example}, nothing changed",
+            seconds=best,
+            baseline='python -c "import torch"',
+            baseline_seconds=torch,
+            target=TARGET,
+            target_text="the import check's Torch import, and as much again for the rest",
+            detail=f"best of {runs}; median {duration(median)}",
+        )
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--example", default="relu")
+    args = parser.parse_args()
+    report(measure(args.runs, args.example))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""What every benchmark returns: a time as a ratio against a baseline timed in
+the same run (so that figures from a busy or a fast machine compare), and the
+largest ratio its target allows."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    seconds: float
+    baseline: str
+    baseline_seconds: float
+    target: float  # the largest ratio that passes
+    target_text: str  # the target as docs/performance.md states it
+    detail: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.seconds / self.baseline_seconds
+
+    @property
+    def passed(self) -> bool:
+        return self.ratio <= self.target
+
+    def lines(self) -> list[str]:
+        verdict = "PASS" if self.passed else "MISS"
+        return [
+            f"{verdict}  {self.name}",
+            f"      {duration(self.seconds)} = {ratio_text(self.ratio)} x {self.baseline} "
+            f"({duration(self.baseline_seconds)}); target <= {ratio_text(self.target)} x: "
+            f"{self.target_text}",
+            *([f"      {self.detail}"] if self.detail else []),
+        ]
+
+
+def duration(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    return f"{seconds * 1e3:.1f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.0f} µs"
+
+
+def ratio_text(ratio: float) -> str:
+    return f"{ratio:.3f}" if ratio >= 0.01 else f"{ratio:.1e}"
+
+
+def report(figures: Sequence[Figure]) -> None:
+    for figure in figures:
+        print("\n".join(figure.lines()), flush=True)
+
+
+def timed(action: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def run_quietly(command: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+    subprocess.run(list(command), check=True, capture_output=True, env=env)
+
+
+def best_and_median(action: Callable[[], object], runs: int) -> tuple[float, float]:
+    times = [timed(action) for _ in range(runs)]
+    return min(times), statistics.median(times)

@@ -1,0 +1,89 @@
+"""Run the benchmarks (`benchmarks/run`) and print every figure as a ratio
+against a baseline timed in the same run, with its target and PASS or MISS.
+
+    benchmarks/run [--quick] [--only NAME]... [--json FILE]
+
+Names: plan, nix, rebuild, compile, checks. A full run takes 15 to 30 minutes
+on two cores (nix builds the largest example three times from scratch, and
+bench_checks compiles its CUDA libraries on first use); --quick takes fewer
+runs of each, not fewer benchmarks. Exit status 1 when a benchmark fails to
+run; a MISS is a result, not a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import json
+import os
+import platform
+import sys
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import Figure, ratio_text
+
+# name -> (what it measures, measure() arguments of a full run, of a --quick run)
+BENCHMARKS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+    "plan": ("bench_plan: planning the largest config", {"runs": 7}, {"runs": 3}),
+    "nix": ("bench_nix: nix eval, nix build overhead, no-op nix build", {"runs": 3}, {"runs": 1}),
+    "rebuild": ("bench_rebuild: no-op kernelnix build --local", {"runs": 5}, {"runs": 2}),
+    "compile": ("bench_compile: our CMake project vs cpp_extension", {"repeat": 2}, {"repeat": 1}),
+    "checks": ("bench_checks: kernelnix check vs kernel-abi-check", {"repeat": 7}, {"repeat": 3}),
+}
+
+
+def machine() -> str:
+    return (
+        f"{datetime.date.today().isoformat()}, {platform.platform()}, "
+        f"Python {platform.python_version()}, {os.cpu_count()} cores"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="benchmarks/run", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs of each benchmark")
+    parser.add_argument(
+        "--only", action="append", choices=list(BENCHMARKS), help="run only NAME (repeatable)"
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures to FILE as JSON")
+    args = parser.parse_args()
+    print(f"kernelnix benchmarks, {machine()}{', --quick' if args.quick else ''}", flush=True)
+    figures: list[Figure] = []
+    failed: list[str] = []
+    for name in args.only or list(BENCHMARKS):
+        title, full, quick = BENCHMARKS[name]
+        print(f"\n== {title}", flush=True)
+        try:
+            module = importlib.import_module(f"bench_{name}")
+            found = module.measure(**(quick if args.quick else full))
+        except Exception:  # report it and go on with the other benchmarks
+            traceback.print_exc()
+            failed.append(name)
+            continue
+        for figure in found:
+            print("\n".join(figure.lines()), flush=True)
+        figures += found
+    print("\n== summary")
+    for figure in figures:
+        verdict = "PASS" if figure.passed else "MISS"
+        ratio = f"{ratio_text(figure.ratio)} (<= {ratio_text(figure.target)})"
+        print(f"{verdict}  {ratio:<20} {figure.name}")
+    print(
+        f"{sum(f.passed for f in figures)} PASS, {sum(not f.passed for f in figures)} MISS"
+        + (f"; failed to run: {', '.join(failed)}" if failed else "")
+    )
+    if args.json:
+        records = [{**asdict(f), "ratio": f.ratio, "passed": f.passed} for f in figures]
+        document = {"machine": machine(), "figures": records}
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
