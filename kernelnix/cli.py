@@ -88,6 +88,7 @@ COMMAND_MODULES = {
     "upload": "author",
     "build-and-upload": "author",
     "completion": "completion",
+    "lock-wheels": "lock",
 }
 
 

@@ -6,10 +6,13 @@
   name,
   variants,
   benchmarks,
+  # The toolchain's shell and PATH (buildTools): the host's /bin/sh, or
+  # nixpkgs' bash and coreutils for the hermetic toolchain.
+  tools,
 }:
 builtins.derivation {
   inherit system name;
-  builder = "/bin/sh";
+  builder = tools.shell;
   args = [
     "-c"
     ''
@@ -21,7 +24,7 @@ builtins.derivation {
   ];
   variants = builtins.attrValues variants;
   benchmarks = if benchmarks == null then "" else benchmarks;
-  PATH = "/usr/bin:/bin";
+  PATH = tools.path;
   preferLocalBuild = true;
   allowSubstitutes = false;
 }

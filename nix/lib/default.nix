@@ -1,7 +1,13 @@
 # The kernelnix Nix library. `root` is the kernelnix source tree (the flake's
 # `./.`); the build step inside every variant derivation runs kernelnix from
 # a filtered copy of it, so a change to kernelnix's Python code rebuilds.
-{ root }:
+# `inputs`: the kernelnix flake's inputs (nixpkgs, nixpkgs-glibc-2_27) for
+# the hermetic toolchain; only `?` is asked of them until a hermetic output is
+# evaluated, so nothing is fetched for the host toolchain.
+{
+  root,
+  inputs ? { },
+}:
 let
   util = import ./util.nix;
   rootString = toString root;
@@ -26,13 +32,15 @@ let
   # What builds read: the package and its templates, not the flake templates
   # (editing those must not rebuild every kernel).
   kernelnixSrc = kernelnixSource "kernelnix-source" [ "templates/flake" ];
+  matrix = builtins.fromJSON (builtins.readFile (root + "/kernelnix/data/matrix.json"));
+  hermetic = import ../hermetic { inherit util root matrix inputs; };
   toolchains = {
     host = import ../toolchains/host.nix { inherit util kernelnixSrc; };
-    hermetic = import ../toolchains/hermetic.nix { inherit util kernelnixSrc; };
+    hermetic = import ../toolchains/hermetic.nix { inherit util hermetic; };
   };
-  matrix = builtins.fromJSON (builtins.readFile (root + "/kernelnix/data/matrix.json"));
 in
 {
+  inherit hermetic;
   inherit (util) eachSystem shellQuote mkScript mkShell;
   inherit matrix;
   # Everything, for the `kernelnix` package.

@@ -13,14 +13,18 @@
   self,
   path ? self.outPath,
   toolchain ? "host",
+  # The hermetic toolchain's nixpkgs: null takes the one kernelnix pins.
   nixpkgs ? null,
+  # Extra nixpkgs overlays for the hermetic toolchain (e.g. a toolkit
+  # nixpkgs lacks); the host toolchain ignores them.
+  overlays ? [ ],
 }:
 let
   plan = import ./plan.nix { inherit util path; };
   sources = import ./sources.nix { inherit util; } { inherit path plan; };
   tc =
     if toolchains ? ${toolchain} then
-      toolchains.${toolchain} { inherit path plan nixpkgs; }
+      toolchains.${toolchain} { inherit path plan nixpkgs overlays; }
     else
       throw "kernelnix: unknown toolchain \"${toolchain}\"; use one of: ${builtins.concatStringsSep ", " (builtins.attrNames toolchains)}";
 
@@ -30,6 +34,10 @@ let
   revision =
     self.shortRev or self.dirtyShortRev or "${builtins.substring 0 7 (baseNameOf "${sources.build}")}-dirty";
   uniqueId = builtins.replaceStrings [ "-" ] [ "_" ] revision;
+  mkVariant = import ./variant.nix { inherit util; } {
+    inherit plan;
+    toolchain = tc;
+  };
 
   perSystem =
     system:
@@ -41,21 +49,22 @@ let
       );
       variants = util.genAttrs offered (
         name:
-        tc.mkVariant {
+        mkVariant {
           inherit system name uniqueId;
           variant = planVariants.${name};
           src = sources.build;
         }
       );
       bundleNames = builtins.filter (name: builtins.elem name offered) systemPlan.bundle;
+      tools = tc.buildTools system;
       bundle = import ./bundle.nix { inherit util; } {
-        inherit system;
+        inherit system tools;
         name = "${plan.python-name}-bundle";
         variants = util.genAttrs bundleNames (name: variants.${name});
         inherit (sources) benchmarks;
       };
       scripts = import ./scripts.nix { inherit util kernelnixSrc; } {
-        inherit system plan;
+        inherit system plan tools ciVariant;
         toolchain = tc;
         inherit (sources) tests;
       };

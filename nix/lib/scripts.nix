@@ -7,27 +7,36 @@
   plan,
   toolchain,
   tests,
+  # The toolchain's shell and PATH for building the scripts (buildTools).
+  tools,
+  # The variant whose environment the scripts without one (build-and-upload)
+  # use: the ci-test variant, or null.
+  ciVariant,
 }:
 let
   inherit (util) shellQuote;
   hub = plan.config.general.hub or { };
   repoId = hub.repo-id or null;
 
+  # The toolchain's script environment: one for all (host), or per variant.
+  envFor = toolchain.scriptEnvFor or (variantName: toolchain.scriptEnv);
+
   # Shell assignments for the toolchain's script environment, then its setup.
   prelude =
+    variantName:
     builtins.concatStringsSep "" (
-      builtins.attrValues (builtins.mapAttrs (n: v: "${n}=${shellQuote "${v}"}\n") toolchain.scriptEnv)
+      builtins.attrValues (builtins.mapAttrs (n: v: "${n}=${shellQuote "${v}"}\n") (envFor variantName))
     )
     + ''. "$hostEnv"'';
 
   script =
-    name: body:
+    variantName: name: body:
     util.mkScript {
-      inherit system name;
+      inherit system name tools;
       text = ''
         #!/bin/sh
         set -eu
-        ${prelude}
+        ${prelude variantName}
         ${body}
       '';
     };
@@ -40,9 +49,9 @@ in
   ciTest =
     variantName: variant:
     if tests == null then
-      script "ci-test" ''echo "ci-test: no tests/ directory; nothing to run"''
+      script variantName "ci-test" ''echo "ci-test: no tests/ directory; nothing to run"''
     else
-      script "ci-test" ''
+      script variantName "ci-test" ''
         unset LD_LIBRARY_PATH
         export PYTHONPATH=${variant}/${variantName} KERNEL_PATH=${variant} PYTHONDONTWRITEBYTECODE=1
         ${if repoId == null then "" else "export LOCAL_KERNELS=${shellQuote "${repoId}=${variant}"}"}
@@ -60,7 +69,7 @@ in
   # `nix run .#build-and-copy`: the bundle's variants into ./build, writable.
   buildAndCopy =
     bundle:
-    script "build-and-copy" ''
+    script ciVariant "build-and-copy" ''
       mkdir -p build
       for entry in ${bundle}/*; do
         [ -e "$entry" ] || continue
@@ -77,7 +86,7 @@ in
   # build.toml (which refuses variants of a non-redistributable toolchain).
   buildAndUpload =
     buildAndCopy:
-    script "build-and-upload" (
+    script ciVariant "build-and-upload" (
       if repoId == null then
         throw "kernelnix: build-and-upload needs the Hub repo: set `repo-id` under [general.hub] in build.toml, then run `kernelnix generate`"
       else

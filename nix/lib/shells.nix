@@ -14,23 +14,25 @@ let
     . "$hostEnv"
     kernelnix() { PYTHONPATH="$KERNELNIX_SOURCE''${PYTHONPATH:+:$PYTHONPATH}" "$KERNELNIX_PYTHON" -m kernelnix "$@"; }
   '';
+  # The toolchain's shell environment: one for all (host), or per variant.
+  envFor = toolchain.shellEnvFor or (variantName: toolchain.shellEnv);
   shell =
-    name: env: shellHook:
+    variantName: name: env: shellHook:
     util.mkShell {
       inherit system name;
-      env = toolchain.shellEnv // env // { KERNELNIX_REPO_ID = repoId; KERNELNIX_SOURCE = kernelnixSrc; };
+      env = envFor variantName // env // { KERNELNIX_REPO_ID = repoId; KERNELNIX_SOURCE = kernelnixSrc; };
       shellHook = setup + shellHook;
     };
 in
 {
   dev =
     variantName:
-    shell "${plan.python-name}-dev-shell" { KERNELNIX_VARIANT = variantName; } ''
+    shell variantName "${plan.python-name}-dev-shell" { KERNELNIX_VARIANT = variantName; } ''
       if [ -n "$KERNELNIX_REPO_ID" ]; then export LOCAL_KERNELS="$KERNELNIX_REPO_ID=$PWD/build"; fi
     '';
   test =
     variantName: variant:
-    shell "${plan.python-name}-test-shell" { KERNELNIX_VARIANT = variantName; KERNELNIX_VARIANT_DIR = variant; } ''
+    shell variantName "${plan.python-name}-test-shell" { KERNELNIX_VARIANT = variantName; KERNELNIX_VARIANT_DIR = variant; } ''
       unset LD_LIBRARY_PATH
       export PYTHONPATH="$KERNELNIX_VARIANT_DIR/$KERNELNIX_VARIANT" KERNEL_PATH="$KERNELNIX_VARIANT_DIR"
       if [ -n "$KERNELNIX_REPO_ID" ]; then export LOCAL_KERNELS="$KERNELNIX_REPO_ID=$KERNELNIX_VARIANT_DIR"; fi

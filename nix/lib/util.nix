@@ -70,20 +70,25 @@ rec {
   # A runnable script (like nixpkgs' writeShellScriptBin): $out/bin/<name>.
   # `text` is the whole script; it reaches the builder as an environment
   # variable, never as Nix or shell code.
+  # `tools`: the toolchain's shell and PATH that build it (buildTools).
   mkScript =
     {
       system,
       name,
       text,
+      tools ? {
+        shell = "/bin/sh";
+        path = "/usr/bin:/bin";
+      },
     }:
     builtins.derivation {
       inherit system name text;
-      builder = "/bin/sh";
+      builder = tools.shell;
       args = [
         "-c"
         ''mkdir -p "$out/bin" && printf '%s' "$text" > "$out/bin/$name" && chmod +x "$out/bin/$name"''
       ];
-      PATH = "/usr/bin:/bin";
+      PATH = tools.path;
       preferLocalBuild = true;
       allowSubstitutes = false;
     }
@@ -112,4 +117,29 @@ rec {
         ];
       }
     );
+
+  # The value at `path` (a list of attribute names) in `set`, or `default`.
+  attrByPath =
+    path: default: set:
+    if path == [ ] then
+      set
+    else if builtins.isAttrs set && set ? ${builtins.head path} then
+      attrByPath (builtins.tail path) default set.${builtins.head path}
+    else
+      default;
+
+  # ASCII lower case ("Jinja2" -> "jinja2").
+  toLower =
+    let
+      letters = "abcdefghijklmnopqrstuvwxyz";
+      lower = builtins.genList (i: builtins.substring i 1 letters) 26;
+      upper = builtins.genList (i: builtins.substring i 1 "ABCDEFGHIJKLMNOPQRSTUVWXYZ") 26;
+    in
+    builtins.replaceStrings upper lower;
+
+  last = list: builtins.elemAt list (builtins.length list - 1);
+  init = list: builtins.genList (builtins.elemAt list) (builtins.length list - 1);
+
+  # The list without repeated elements (first occurrence kept).
+  unique = builtins.foldl' (acc: x: if builtins.elem x acc then acc else acc ++ [ x ]) [ ];
 }

@@ -1,26 +1,114 @@
-# The hermetic toolchain: nixpkgs-based, pinned, manylinux_2_28 C library and
-# compilers, CUDA / ROCm / XPU toolkits from Nix; redistributable variants.
-# Not implemented yet: this file fixes its place behind the toolchain
-# interface (see host.nix and docs/flake.md). The kernel flake passes its
-# optional `nixpkgs` input here.
-{ util, kernelnixSrc }:
+# The hermetic toolchain: everything from nixpkgs (pinned in kernelnix's
+# flake.lock, or the kernel flake's own `nixpkgs` input) with kernelnix's
+# overlay: per build set its own Torch wheel, CUDA/ROCm toolkit and a C/C++
+# compiler on glibc 2.27 (nix/hermetic). The variants are redistributable:
+# the build step runs the post-build checks with the default policy
+# (--redistributable), nothing of the build machine is read (no /usr, no
+# host Python, no impure variables), and outputs may come from a binary cache.
+#
+# Offered: the plan's Linux variants of build sets whose backend nixpkgs
+# packages (matrix.json: hermetic.toolkits.<backend>.offered), except
+# tvm-ffi. Deciding that reads data only: `nix eval .#variants` imports no
+# nixpkgs.
+#
+# Interface: see host.nix.
+{ util, hermetic }:
 {
   path,
   plan,
   nixpkgs ? null,
+  overlays ? [ ],
 }:
 let
-  unavailable =
-    if nixpkgs == null then
-      throw "kernelnix: toolchain \"hermetic\" needs a nixpkgs input: add `inputs.nixpkgs.url = ...;` to flake.nix (or use toolchain = \"host\")"
+  inherit (hermetic) select;
+  # `inputs ? nixpkgs` first: comparing the pinned input with null would fetch it.
+  haveNixpkgs = hermetic.hasPinnedNixpkgs || nixpkgs != null;
+  needNixpkgs = "kernelnix: toolchain \"hermetic\" needs a nixpkgs input: use kernelnix through its flake (flake.lock pins one), or pass `nixpkgs = inputs.nixpkgs;` to kernelFlake (or use toolchain = \"host\")";
+  source = if nixpkgs != null then nixpkgs else hermetic.pinnedNixpkgs;
+  pkgsFor = hermetic.pkgsFor {
+    nixpkgs = source;
+    inherit overlays;
+  };
+
+  entryOf =
+    system: variant:
+    let
+      bs = select.buildSetOf system variant;
+    in
+    if bs == null then
+      throw "kernelnix (hermetic toolchain): no build set of matrix.json gives torch ${variant.torch} with ${variant.backend} on ${system}; run `kernelnix generate`"
     else
-      throw "kernelnix: toolchain \"hermetic\" is not implemented yet; use toolchain = \"host\"";
+      (pkgsFor system).kernelnixHermetic.entries.${select.key bs};
+
+  offers =
+    system: name: variant:
+    if !haveNixpkgs then
+      throw needNixpkgs
+    else
+      let
+        bs = select.buildSetOf system variant;
+      in
+      variant.kind != "tvm-ffi" && bs != null && select.offered bs;
+
+  variantEnv =
+    {
+      system,
+      name,
+      variant,
+    }:
+    let
+      entry = entryOf system variant;
+    in
+    {
+      builder = entry.shell;
+      setup = ./hermetic/setup.sh;
+      env = entry.env;
+      # What the derivation was given, for inspection (nix eval) and tests.
+      passthru.hermetic = {
+        inherit (entry)
+          key
+          torch
+          toolkit
+          cc
+          glibc
+          pythonEnv
+          kernelnix
+          ;
+      };
+    };
+
+  # Scripts and shells of a variant use its Python (with Torch, kernelnix,
+  # kernels and pytest) and tools.
+  envFor =
+    variantName:
+    let
+      system = util.findFirst (s: (plan.variants.${s} or { }) ? ${variantName}) (
+        builtins.attrNames plan.variants
+      );
+    in
+    if system == null then
+      throw "kernelnix (hermetic toolchain): no variant ${variantName} to take a Python from"
+    else
+      (entryOf system plan.variants.${system}.${variantName}).env
+      // {
+        hostEnv = ./hermetic/env.sh;
+      };
 in
 {
   name = "hermetic";
   redistributable = true;
-  offers = system: name: variant: unavailable;
-  mkVariant = args: unavailable;
-  scriptEnv = unavailable;
-  shellEnv = unavailable;
+  inherit offers variantEnv;
+  buildTools =
+    system:
+    let
+      pkgs = pkgsFor system;
+    in
+    {
+      shell = "${pkgs.bash}/bin/bash";
+      path = "${pkgs.coreutils}/bin";
+    };
+  scriptEnvFor = envFor;
+  shellEnvFor = envFor;
+  scriptEnv = throw "kernelnix (hermetic toolchain): scripts take the environment of a variant (scriptEnvFor)";
+  shellEnv = throw "kernelnix (hermetic toolchain): shells take the environment of a variant (shellEnvFor)";
 }

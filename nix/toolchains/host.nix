@@ -9,18 +9,22 @@
 # message that says to run `kernelnix generate`.
 #
 # Interface shared by every toolchain (see docs/flake.md):
-#   { util, kernelnixSrc } -> { path, plan, nixpkgs } -> {
+#   { ... } -> { path, plan, nixpkgs, overlays } -> {
 #     name; redistributable;
 #     offers = system -> name -> variant -> bool;  # variant: the plan's entry
-#     mkVariant = { system, name, variant, src, uniqueId } -> derivation;  # $out/<name>/
+#     variantEnv = { system, name, variant } -> { builder; setup; env; passthru? };
+#                           # inputs of the shared variant derivation (nix/lib/variant.nix)
+#     buildTools = system -> { shell; path; };  # for the bundle and scripts' builders
 #     scriptEnv = attrs;    # env of generated scripts: they source $hostEnv first
 #     shellEnv = attrs;     # env of dev and test shells
+#     (optional) scriptEnvFor, shellEnvFor = variantName -> attrs: per variant
 #   }
 { util, kernelnixSrc }:
 {
   path,
   plan,
   nixpkgs ? null,
+  overlays ? [ ],
 }:
 let
   recordFile = path + "/kernelnix-host.json";
@@ -66,37 +70,36 @@ let
     hostPath = if record == null then "" else builtins.concatStringsSep ":" record.path;
   };
 
-  mkVariant =
+  # The shared variant derivation runs host/setup.sh: this machine's Python
+  # (host/env.sh), the Torch check, kernelnix's source on PYTHONPATH.
+  variantEnv =
     {
       system,
       name,
       variant,
-      src,
-      uniqueId,
     }:
-    builtins.derivation (
-      scriptEnv
-      // {
-        inherit system src uniqueId;
-        name = "${plan.python-name}-${name}";
-        builder = "/bin/sh";
-        args = [ ./host/build-variant.sh ];
+    {
+      builder = "/bin/sh";
+      setup = ./host/setup.sh;
+      env = scriptEnv // {
         kernelnix = kernelnixSrc;
-        variant = name;
-        targetSystem = variant.system;
         torchRequirement = if variant.kind == "arch" || variant.kind == "tvm-ffi" then variant.torch else "any";
         preferLocalBuild = true;
         allowSubstitutes = false;
-      }
-    );
+      };
+    };
 in
 {
   name = "host";
   redistributable = false;
   inherit
     offers
-    mkVariant
+    variantEnv
     scriptEnv
     ;
+  buildTools = system: {
+    shell = "/bin/sh";
+    path = "/usr/bin:/bin";
+  };
   shellEnv = scriptEnv;
 }

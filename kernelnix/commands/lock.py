@@ -1,0 +1,65 @@
+"""`kernelnix lock-wheels`: fill kernelnix/data/wheel-lock.json (kernelnix.wheels)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kernelnix.cli import main
+from kernelnix.wheels import LOCK_FILE, PYPI_SIMPLE, lock
+
+
+@main.command("lock-wheels")
+@click.option(
+    "--index",
+    "indexes",
+    multiple=True,
+    metavar="URL",
+    help="A package index page to search, `{flavor}` filled in (repeatable; "
+    "default: matrix.json's hermetic.torch-wheels.indexes).",
+)
+@click.option(
+    "--pypi",
+    default=PYPI_SIMPLE,
+    show_default=True,
+    metavar="URL",
+    help="The index page of the pinned Python packages, `{name}` filled in.",
+)
+@click.option("--refresh", is_flag=True, help="Look up locked wheels again too.")
+@click.option(
+    "--lock-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=LOCK_FILE,
+    show_default=True,
+    help="The lock file to update.",
+)
+def lock_wheels(indexes: tuple[str, ...], pypi: str, refresh: bool, lock_file: Path) -> None:
+    """Record URL and sha256 of every wheel the hermetic toolchain fetches.
+
+    The wheels are named by matrix.json (Torch releases, a flavor per backend,
+    the Python tag); hashes come from the package indexes, which publish them.
+    Run it in the kernelnix checkout on a machine with network access after
+    changing matrix.json, then commit the lock file. Wheels it cannot find are
+    listed and the exit code is 1; what it found is written either way.
+
+    \b
+    Examples:
+      kernelnix lock-wheels
+      kernelnix lock-wheels --refresh
+    """
+    result = lock(
+        path=lock_file,
+        indexes=list(indexes) or None,
+        pypi=pypi,
+        refresh=refresh,
+        log=lambda line: click.echo(line, err=True),
+    )
+    for name in result.locked:
+        click.echo(f"locked {name}")
+    click.echo(f"wrote {lock_file} ({len(result.locked)} locked, {len(result.kept)} kept)")
+    if result.missing:
+        for name in result.missing:
+            click.echo(f"not found: {name}", err=True)
+        sys.exit(1)

@@ -1,0 +1,38 @@
+# One variant derivation, the same for every toolchain: the Python build step
+# (`python -m kernelnix build-variant`, what `kernelnix build --local` runs)
+# on the filtered kernel source, into $out/<variant>/. A toolchain supplies
+# only inputs and environment, through `variantEnv { system, name, variant }`:
+#
+#   builder   the shell that runs ./build-variant.sh
+#   setup     a script it sources first: sets KERNELNIX_PYTHON (the Python
+#             with Torch and kernelnix) and anything else not in `env`
+#   env       the derivation's other variables (PATH, compilers, toolkits)
+#   passthru  attributes added to the result, not to the derivation
+{ util }:
+{ plan, toolchain }:
+{
+  system,
+  name,
+  variant,
+  src,
+  uniqueId,
+}:
+let
+  inputs = toolchain.variantEnv { inherit system name variant; };
+in
+builtins.derivation (
+  inputs.env
+  // {
+    inherit system src uniqueId;
+    name = "${plan.python-name}-${name}";
+    builder = inputs.builder;
+    args = [ ./build-variant.sh ];
+    toolchainSetup = inputs.setup;
+    variant = name;
+    targetSystem = variant.system;
+    toolchainName = toolchain.name;
+    # Redistributable builds meet the default check policy (--redistributable).
+    redistributable = if toolchain.redistributable then "1" else "";
+  }
+)
+// (inputs.passthru or { })
