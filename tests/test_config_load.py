@@ -719,6 +719,22 @@ def test_kernel_names_are_any_string(tmp_path: Path) -> None:
     assert list(load(tmp_path, text).config.kernel) == ["Relu.Op 1"]
 
 
+def test_nul_characters_are_refused_where_they_are(tmp_path: Path) -> None:
+    text = (
+        GENERAL
+        + TORCH.replace("[torch]", '[torch]\ncxx-flags = ["-O3", "-DX=\\u0000"]')
+        + '\n[kernel."k\\u0000"]\nbackend = "cpu"\ndepends = []\nsrc = []\n'
+    )
+    with pytest.raises(UserError) as info:
+        load(tmp_path, text)
+    found = [(d.key, d.line) for d in info.value.diagnostics]
+    lines = text.splitlines()
+    flags_line = next(i for i, line in enumerate(lines, 1) if line.startswith("cxx-flags"))
+    assert found[0] == ("torch.cxx-flags[1]", flags_line)
+    assert found[1][0] == 'kernel."k\\u0000"'
+    assert all("NUL character" in d.message for d in info.value.diagnostics)
+
+
 @pytest.mark.parametrize("capability", ["8.0", "9.0a", "10.0f", "9.0+PTX", "12.0a+PTX"])
 def test_capability_forms_load(tmp_path: Path, capability: str) -> None:
     text = GENERAL + TORCH + '\n[kernel.k]\nbackend = "cuda"\ndepends = []\nsrc = []\n'

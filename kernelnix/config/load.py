@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import copy
 import difflib
+import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -56,7 +58,8 @@ def format_key_path(path: KeyPath) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            text = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else f'"{part}"'
+            # A quoted key is written as TOML (and JSON) spell it: escapes included.
+            text = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else json.dumps(part)
             out += f".{text}" if out else text
     return out
 
@@ -155,6 +158,17 @@ def load_config(directory: Path) -> LoadedConfig:
 
 def load_config_text(path: Path, text: str, raw: dict[str, Any]) -> LoadedConfig:
     reporter = _Reporter(path, text)
+    nul = [
+        reporter.at(
+            key,
+            "a NUL character (\\u0000) is not allowed: no compiler argument, file name or "
+            "Nix string can hold one (Nix would cut the value short)",
+            fix="remove the \\u0000 escape",
+        )
+        for key in _paths_with_nul(raw)
+    ]
+    if nul:
+        raise UserError(nul)
     general = raw.get("general")
     if not isinstance(general, dict):
         found = (
@@ -175,6 +189,19 @@ def load_config_text(path: Path, text: str, raw: dict[str, Any]) -> LoadedConfig
     if "edition" in general:
         return _load_edition(reporter, raw, general["edition"])
     return _load_pre_edition(reporter, raw)
+
+
+def _paths_with_nul(value: Any, path: KeyPath = ()) -> Iterator[KeyPath]:
+    """Key paths of every string (value or key) holding a NUL character."""
+    if isinstance(value, str):
+        if "\0" in value:
+            yield path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from [(*path, key)] if "\0" in key else _paths_with_nul(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths_with_nul(item, (*path, index))
 
 
 def _load_edition(reporter: _Reporter, raw: dict[str, Any], edition: object) -> LoadedConfig:
