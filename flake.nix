@@ -45,7 +45,7 @@
             name = "kernelnix";
             text = ''
               #!/bin/sh
-              export PYTHONPATH=${lib.kernelnixFullSrc}''${PYTHONPATH:+:$PYTHONPATH}
+              export PYTHONPATH=${lib.kernelnixSrc}''${PYTHONPATH:+:$PYTHONPATH}
               exec "''${KERNELNIX_PYTHON:-python3}" -m kernelnix "$@"
             '';
           };

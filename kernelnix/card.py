@@ -1,7 +1,7 @@
 """CARD.md: the Hub repository card, rendered from the project's template.
 
 The template is the project's `CARD.md` (a Jinja2 template, as `kernelnix init`
-writes it), else templates/card/CARD.md.j2. Its context follows the
+writes it), else kernelnix/templates/card/CARD.md.j2. Its context follows the
 reference's fill-card: `repo_id`, `version`, `functions` (the string entries
 of `__all__` in the kernel's package `__init__.py`, minus "layers"), `layers`
 (the classes of `layers/__init__.py` or `layers.py`, when "layers" is in

@@ -1,6 +1,6 @@
 """`kernelnix generate`: the files a kernel project's flake reads.
 
-- `flake.nix`, rendered from templates/flake/flake.nix.j2. Its first line
+- `flake.nix`, rendered from kernelnix/templates/flake/flake.nix.j2. Its first line
   records the settings it was rendered with and the sha256 of the rest, so an
   edited flake.nix is recognised and kept unless `force` is given.
 - `kernelnix-plan.json`: the build plan, written for Nix. Its unique id is a

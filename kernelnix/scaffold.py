@@ -3,8 +3,8 @@
 The sample kernel computes `out = input + 1` for float32 tensors, with one
 implementation per chosen backend (CPU, CUDA (also built for ROCm), Metal,
 XPU) behind one Torch op `<n>(Tensor! out, Tensor input) -> ()`. Files are
-rendered from templates/init/; CARD.md is the default card template itself
-(templates/card/CARD.md.j2), for `kernelnix fill-card` to render later.
+rendered from kernelnix/templates/init/; CARD.md is the default card template itself
+(kernelnix/templates/card/CARD.md.j2), for `kernelnix fill-card` to render later.
 
 Every target is checked before the first file is written: nothing is
 overwritten without `overwrite`. Then the flake files are generated

@@ -1,4 +1,4 @@
-"""The CMake (Ninja) project of one build variant, rendered from `templates/`.
+"""The CMake (Ninja) project of one build variant, rendered from `kernelnix/templates/`.
 
 `cmake_project(plan, system, name)` returns the project's files (relative path
 -> text): `CMakeLists.txt` with the variant's data, the static helpers

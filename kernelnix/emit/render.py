@@ -1,4 +1,4 @@
-"""The shared Jinja2 environment: templates live in the repository's `templates/`.
+"""The shared Jinja2 environment: templates live in the package, `kernelnix/templates/`.
 
 Templates render text; Python never concatenates CMake or Nix by hand. Values
 from build.toml pass through the filter of the target language (`cmake`,
@@ -17,7 +17,7 @@ import jinja2
 
 from kernelnix.emit.escape import cmake_bracket, python_string, toml_string
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
 
 @cache
@@ -37,5 +37,5 @@ def environment() -> jinja2.Environment:
 
 
 def render(name: str, context: Mapping[str, Any]) -> str:
-    """Render `templates/<name>` with `context`."""
+    """Render `kernelnix/templates/<name>` with `context`."""
     return environment().get_template(name).render(**context)

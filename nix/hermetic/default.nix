@@ -15,8 +15,8 @@ let
   lock = builtins.fromJSON (builtins.readFile (root + "/kernelnix/data/wheel-lock.json"));
   select = import ./select.nix { inherit util matrix lock; };
 
-  # What the Nix-packaged kernelnix is built from: the Python package, its
-  # templates (not the flake templates) and the files pyproject.toml names.
+  # What the Nix-packaged kernelnix is built from: the Python package (with its
+  # templates) and the files pyproject.toml names.
   rootString = toString root;
   relative = p: util.removePrefix (rootString + "/") (toString p);
   under = dir: rel: rel == dir || util.hasPrefix (dir + "/") rel;
@@ -34,7 +34,6 @@ let
           "README.md"
         ]
         || under "kernelnix" rel
-        || (under "templates" rel && !under "templates/flake" rel)
       )
       && baseNameOf p != "__pycache__"
       && !util.hasSuffix ".pyc" rel;

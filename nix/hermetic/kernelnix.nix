@@ -2,10 +2,7 @@
 # pyproject.toml: its name, version and dependencies are read from it, so the
 # package follows the file. Dependencies with an environment marker (tomli for
 # Python < 3.11) are for older Pythons than the toolchain's and are left out.
-#
-# kernelnix renders its templates from `templates/` beside the package
-# (kernelnix/emit/render.py: two directories above it), so they are installed
-# next to it in site-packages.
+# Its templates (kernelnix/templates) are package data.
 {
   util,
   python,
@@ -34,9 +31,6 @@ python.pkgs.buildPythonApplication {
   inherit src;
   build-system = [ python.pkgs.setuptools ];
   dependencies = map (r: dependency (attrName r)) unconditional;
-  postInstall = ''
-    cp -r templates "$out/${python.sitePackages}/templates"
-  '';
   # The tests need Nix, compilers and the examples: they run in the repository.
   doCheck = false;
   pythonImportsCheck = [ "kernelnix" ];

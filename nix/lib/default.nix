@@ -12,26 +12,20 @@ let
   util = import ./util.nix;
   rootString = toString root;
   relative = p: util.removePrefix (rootString + "/") (toString p);
-  underAny =
-    dirs: rel: builtins.any (dir: rel == dir || util.hasPrefix (dir + "/") rel) dirs;
-  kernelnixSource =
-    name: excluded:
-    builtins.path {
-      path = root;
-      inherit name;
-      filter =
-        p: type:
-        let
-          rel = relative p;
-        in
-        underAny [ "kernelnix" "templates" ] rel
-        && !underAny excluded rel
-        && baseNameOf p != "__pycache__"
-        && !util.hasSuffix ".pyc" rel;
-    };
-  # What builds read: the package and its templates, not the flake templates
-  # (editing those must not rebuild every kernel).
-  kernelnixSrc = kernelnixSource "kernelnix-source" [ "templates/flake" ];
+  # What builds read: the package with its templates (kernelnix/templates), so
+  # editing a README, a test or the flake template rebuilds nothing.
+  kernelnixSrc = builtins.path {
+    path = root;
+    name = "kernelnix-source";
+    filter =
+      p: type:
+      let
+        rel = relative p;
+      in
+      (rel == "kernelnix" || util.hasPrefix "kernelnix/" rel)
+      && baseNameOf p != "__pycache__"
+      && !util.hasSuffix ".pyc" rel;
+  };
   matrix = builtins.fromJSON (builtins.readFile (root + "/kernelnix/data/matrix.json"));
   hermetic = import ../hermetic { inherit util root matrix inputs; };
   toolchains = {
@@ -43,8 +37,7 @@ in
   inherit hermetic;
   inherit (util) eachSystem shellQuote mkScript mkShell;
   inherit matrix;
-  # Everything, for the `kernelnix` package.
-  kernelnixFullSrc = kernelnixSource "kernelnix-full-source" [ ];
+  inherit kernelnixSrc;
   systems = matrix.systems;
   toolchainNames = builtins.attrNames toolchains;
   kernelFlake = import ./kernel-flake.nix { inherit util toolchains kernelnixSrc; };
