@@ -70,11 +70,17 @@ def nix_environment(registry: Path, kernelnix_url: str) -> dict[str, str]:
     return env
 
 
-def make_project(example: Path, dest: Path, kernelnix_url: str, env: dict[str, str]) -> Path:
+def make_project(
+    example: Path,
+    dest: Path,
+    kernelnix_url: str,
+    env: dict[str, str],
+    generate_options: tuple[str, ...] = (),
+) -> Path:
     """A copy of `example` with its generated files, staged in a fresh git repository."""
     shutil.copytree(example, dest, ignore=shutil.ignore_patterns("build", "result", "__pycache__"))
     subprocess.run(
-        ["kernelnix", "generate", str(dest), "--kernelnix-url", kernelnix_url],
+        ["kernelnix", "generate", str(dest), "--kernelnix-url", kernelnix_url, *generate_options],
         check=True,
         capture_output=True,
         env=env,

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from nix_projects import clone_worktree, git, nix, nix_environment
+from nix_projects import clone_worktree, git, make_project, nix, nix_environment
 
 from kernelnix import wheels
 from kernelnix.commands.lock import lock_wheels
@@ -120,19 +120,8 @@ class Setup:
 
 
 def hermetic_project(example: Path, dest: Path, kernelnix_url: str, env: dict[str, str]) -> Path:
-    shutil.copytree(example, dest, ignore=shutil.ignore_patterns("build", "result", "__pycache__"))
-    subprocess.run(
-        [
-            *("kernelnix", "generate", str(dest), "--toolchain", "hermetic"),
-            *("--kernelnix-url", kernelnix_url, "--no-host-record"),
-        ],
-        check=True,
-        capture_output=True,
-        env=env,
-    )
-    git(dest, "init", "-q")
-    git(dest, "add", "-A")
-    return dest
+    options = ("--toolchain", "hermetic", "--no-host-record")
+    return make_project(example, dest, kernelnix_url, env, options)
 
 
 @pytest.fixture(scope="module")

@@ -62,12 +62,7 @@ python.pkgs.buildPythonPackage {
   pname = "torch";
   inherit (wheel) version;
   format = "wheel";
-  src = pkgs.fetchurl {
-    inherit (wheel) url hash;
-    # The wheel's file name (the install step reads its tags): decoded, since
-    # `%` may not be part of a store path (torch-2.13.0%2Bcu126-...).
-    name = builtins.replaceStrings [ "%2B" "%2b" ] [ "+" "+" ] (baseNameOf wheel.url);
-  };
+  src = import ./fetch-wheel.nix { inherit (pkgs) fetchurl; } wheel;
   nativeBuildInputs = [ pkgs.autoPatchelfHook ];
   buildInputs = [ (libraryOutput pkgs.stdenv.cc.cc) ] ++ backendLibraries;
   dependencies = pythonDependencies;
