@@ -25,6 +25,7 @@ from kernelnix.config.load import LoadedConfig
 from kernelnix.diagnostics import UserError
 from kernelnix.emit.render import render
 from kernelnix.fileio import write_atomic
+from kernelnix.matrix import matrix_data
 from kernelnix.nixhost import HOST_FILE, host_json, probe_host
 from kernelnix.plan import PLAN_FILE, PlanOptions, build_plan, plan_json
 
@@ -74,6 +75,15 @@ def _digest(body: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
+def _binary_cache() -> dict[str, list[str]]:
+    """matrix.json's binary cache of hermetic builds, as Nix string literals."""
+    cache = matrix_data()["hermetic"]["binary-cache"]
+    return {
+        "substituters": [nix_string(url) for url in cache["substituters"]],
+        "public_keys": [nix_string(key) for key in cache["trusted-public-keys"]],
+    }
+
+
 def render_flake(settings: FlakeSettings) -> str:
     """The text of flake.nix: the header line, then the rendered template."""
     if settings.toolchain not in TOOLCHAINS:
@@ -85,6 +95,7 @@ def render_flake(settings: FlakeSettings) -> str:
         {
             "kernelnix_url": nix_string(settings.kernelnix_url),
             "toolchain": nix_string(settings.toolchain),
+            "binary_cache": _binary_cache() if settings.toolchain == "hermetic" else None,
         },
     )
     header = {

@@ -72,8 +72,17 @@ def _optional_version(text: str | None) -> Version | None:
 
 
 @cache
+@cache
+def matrix_data() -> dict[str, Any]:
+    """matrix.json as plain data (read-only: it is shared), as Nix reads it."""
+    data: dict[str, Any] = json.loads(
+        resources.files("kernelnix.data").joinpath("matrix.json").read_text()
+    )
+    return data
+
+
 def load_matrix() -> Matrix:
-    data = json.loads(resources.files("kernelnix.data").joinpath("matrix.json").read_text())
+    data = matrix_data()
     build_sets = tuple(
         BuildSet(
             torch=Version.parse(entry["torch"]),

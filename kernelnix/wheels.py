@@ -31,11 +31,11 @@ import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from kernelnix.fileio import write_atomic
+from kernelnix.matrix import matrix_data
 
 LOCK_FILE = Path(__file__).resolve().parent / "data" / "wheel-lock.json"
 PYPI_SIMPLE = "https://pypi.org/simple/{name}/"
@@ -45,13 +45,6 @@ LOCK_COMMENT = (
     "missing here is not locked yet; Nix names the command when a build needs it."
 )
 TIMEOUT = 120
-
-
-def matrix_json() -> dict[str, Any]:
-    """matrix.json as data (kernelnix.matrix models all but its `hermetic` part)."""
-    text = resources.files("kernelnix.data").joinpath("matrix.json").read_text()
-    data: dict[str, Any] = json.loads(text)
-    return data
 
 
 def fill(template: str, version: str) -> str:
@@ -91,7 +84,7 @@ class PythonWheel:
 def needed_torch_wheels(matrix: dict[str, Any] | None = None) -> list[TorchWheel]:
     """Every Torch wheel of the hermetic toolchain: build sets of its systems
     whose backend has a wheel flavor (select.nix's `wheelKeys`)."""
-    matrix = matrix or matrix_json()
+    matrix = matrix or matrix_data()
     data = matrix["hermetic"]
     flavors = data["torch-wheels"]["flavor"]
     found: list[TorchWheel] = []
@@ -111,7 +104,7 @@ def needed_torch_wheels(matrix: dict[str, Any] | None = None) -> list[TorchWheel
 
 
 def needed_python_wheels(matrix: dict[str, Any] | None = None) -> list[PythonWheel]:
-    matrix = matrix or matrix_json()
+    matrix = matrix or matrix_data()
     data = matrix["hermetic"]
     return [
         PythonWheel(name, version, system, data["python"]["wheel-tag"])
@@ -377,7 +370,7 @@ def lock(
 ) -> LockResult:
     """Lock every needed wheel: entries already locked are kept (unless
     `refresh`), entries no longer needed are dropped, the others are looked up."""
-    matrix = matrix or matrix_json()
+    matrix = matrix or matrix_data()
     indexes = indexes or list(matrix["hermetic"]["torch-wheels"]["indexes"])
     old = read_lock(path)
     new: dict[str, Any] = {"comment": LOCK_COMMENT, "torch": {}, "python": {}}

@@ -82,6 +82,10 @@ def test_hostile_url_stays_a_string_in_the_flake(tmp_path: Path) -> None:
 def test_flake_golden(golden: Callable[[str, str], None]) -> None:
     golden("nix/flake.nix", render_flake(FlakeSettings("git+file:///src/kernelnix", "host")))
     golden("nix/flake-default.nix", render_flake(FlakeSettings()))
+    golden(
+        "nix/flake-hermetic.nix",
+        render_flake(FlakeSettings("git+file:///src/kernelnix", "hermetic")),
+    )
 
 
 def test_unknown_toolchain_is_a_user_error() -> None:

@@ -33,6 +33,7 @@ from nix_projects import clone_worktree, git, make_project, nix, nix_environment
 
 from kernelnix import wheels
 from kernelnix.commands.lock import lock_wheels
+from kernelnix.matrix import matrix_data
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -402,7 +403,11 @@ def test_binary_cache_is_declared_in_nix_config() -> None:
         check=True,
     )
     config = json.loads(done.stdout)
-    assert sorted(config) == ["extra-substituters", "extra-trusted-public-keys"]
+    cache = matrix_data()["hermetic"]["binary-cache"]
+    assert config == {
+        "extra-substituters": cache["substituters"],
+        "extra-trusted-public-keys": cache["trusted-public-keys"],
+    }
     docs = (ROOT / "docs" / "hermetic.md").read_text()
     for value in [*config["extra-substituters"], *config["extra-trusted-public-keys"]]:
         assert value in docs
@@ -586,7 +591,7 @@ def test_lock_keeps_locked_wheels_and_drops_unneeded_ones(
 def test_lock_wheels_command_reports_what_it_cannot_find(
     tmp_path: Path, indexes: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(wheels, "matrix_json", lambda: TINY_MATRIX)
+    monkeypatch.setattr(wheels, "matrix_data", lambda: TINY_MATRIX)
     lock_path = tmp_path / "lock.json"
     result = CliRunner().invoke(
         lock_wheels,

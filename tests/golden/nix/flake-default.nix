@@ -1,4 +1,4 @@
-# kernelnix-generated: {"kernelnix-url": "kernelnix", "sha256": "86c60cde26c2149f7e972f6e8fd8233a209a0cf068d372351ecc6b20ce8dac57", "toolchain": "host"}
+# kernelnix-generated: {"kernelnix-url": "kernelnix", "sha256": "114acbcc70e32192be9adfb49070e0564d3bb3d0f986c9ee726db60268d26a1b", "toolchain": "host"}
 # Written by `kernelnix generate`. The outputs come from kernelnix-plan.json,
 # which `kernelnix generate` rewrites after build.toml changes. Edit this file
 # freely: kernelnix keeps an edited flake.nix unless you pass --force.
@@ -15,7 +15,8 @@
       inherit self;
       path = ./.;
       toolchain = "host";
-      # The hermetic toolchain builds with nixpkgs: add a nixpkgs input for it.
+      # The hermetic toolchain builds with the nixpkgs kernelnix pins; a
+      # `nixpkgs` input of this flake replaces it.
       nixpkgs = inputs.nixpkgs or null;
     };
 }

@@ -1,4 +1,4 @@
-# kernelnix-generated: {"kernelnix-url": "git+file:///src/kernelnix", "sha256": "7768b3503075b4e4601179413e0adf856eb7e3d5903915d3600f23a89d14d447", "toolchain": "host"}
+# kernelnix-generated: {"kernelnix-url": "git+file:///src/kernelnix", "sha256": "8d90660fb29b121cbbf76826bbb5e070ebe874a8d4a0c4c207b3d2c8ccf994d5", "toolchain": "host"}
 # Written by `kernelnix generate`. The outputs come from kernelnix-plan.json,
 # which `kernelnix generate` rewrites after build.toml changes. Edit this file
 # freely: kernelnix keeps an edited flake.nix unless you pass --force.
@@ -15,7 +15,8 @@
       inherit self;
       path = ./.;
       toolchain = "host";
-      # The hermetic toolchain builds with nixpkgs: add a nixpkgs input for it.
+      # The hermetic toolchain builds with the nixpkgs kernelnix pins; a
+      # `nixpkgs` input of this flake replaces it.
       nixpkgs = inputs.nixpkgs or null;
     };
 }
