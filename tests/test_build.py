@@ -228,6 +228,47 @@ def test_build_variant_command(tmp_path: Path) -> None:
     assert "torch-cpu" in bad.output
 
 
+@pytest.mark.parametrize(
+    ("revision", "kernel"),
+    [
+        ("0123456789abcdef0123456789abcdef01234567", False),
+        ("0123456789abcdef0123456789abcdef01234567-dirty", True),
+        ("", None),
+    ],
+)
+def test_build_variant_records_the_kernel_commit_it_is_given(
+    tmp_path: Path, revision: str, kernel: bool | None
+) -> None:
+    """The plan's commit is from when it was written; Nix passes the one it builds."""
+    source = committed_copy("relu-noarch", tmp_path)
+    plan_file = tmp_path / PLAN_FILE
+    plan_file.write_text(plan_json(build_plan(load_config(source), PlanOptions())))
+    recorded = json.loads(plan_file.read_text())["kernel-git"]["commit"]
+    out = tmp_path / "out"
+    args = ["build-variant", "--plan", str(plan_file), "--variant", "torch-cpu"]
+    args += ["--source", str(source), "--out", str(out), "--kernel-git", revision]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    provenance = json.loads((out / "torch-cpu" / "metadata.json").read_text())["provenance"]
+    commit = revision.removesuffix("-dirty")
+    expected = None if kernel is None else {"commit": commit, "dirty": kernel}
+    assert provenance.get("kernel") == expected
+    assert recorded != commit
+    assert "kernel-builder" in provenance
+
+
+def test_build_variant_refuses_a_bad_kernel_revision(tmp_path: Path) -> None:
+    source = EXAMPLES / "relu-noarch"
+    plan_file = tmp_path / PLAN_FILE
+    plan_file.write_text(plan_json(build_plan(load_config(source), PlanOptions())))
+    args = ["build-variant", "--plan", str(plan_file), "--variant", "torch-cpu", "--source"]
+    args += [str(source), "--out", str(tmp_path / "out"), "--kernel-git", "main; rm -rf /"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert "invalid kernel revision 'main; rm -rf /'" in result.output
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_failed_build_leaves_nothing(tmp_path: Path) -> None:
     kernel = tmp_path / "broken"
     shutil.copytree(EXAMPLES / "relu", kernel, ignore=shutil.ignore_patterns("build"))

@@ -130,6 +130,22 @@ def test_nothing_rebuilds_without_a_change(built: Built, tmp_path: Path) -> None
     assert "will be built" not in dry.stderr, dry.stderr
 
 
+def test_metadata_records_the_commit_nix_builds(built: Built, tmp_path: Path) -> None:
+    """The plan records the commit of `generate`; a later commit must show instead."""
+    if built.project.name != "relu":
+        pytest.skip("relu only")
+    copy = copy_project(built, tmp_path / "copy")
+    git(copy, "commit", "-q", "-m", "first")
+    (copy / "README.md").write_text("a later commit\n")
+    git(copy, "commit", "-q", "-am", "second")
+    head = git(copy, "rev-parse", "HEAD").strip()
+    variant = built.ci_variant
+    nix(copy, built.env, "build", f".#{variant}", "-o", str(tmp_path / "out"))
+    metadata = json.loads((tmp_path / "out" / variant / "metadata.json").read_text())
+    assert metadata["provenance"]["kernel"] == {"commit": head, "dirty": False}
+    assert metadata["id"].endswith(f"_{head[:7]}")
+
+
 def test_ci_tests_pass_against_the_built_variant(built: Built) -> None:
     ci_test = nix(built.project, built.env, "eval", "--raw", ".#ci-test.drvPath").stdout
     per_variant = f".#ciTests.{built.ci_variant}"

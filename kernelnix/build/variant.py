@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -58,6 +59,35 @@ def with_unique_id(plan: dict[str, Any], unique: str) -> dict[str, Any]:
         for variant in variants.values():
             variant["ops-id"] = ops_id(plan["python-name"], variant["backend"], unique)
             variant["metadata"]["id"] = variant["ops-id"]
+    return rebased
+
+
+_REVISION = re.compile(r"(?P<commit>[0-9a-f]{7,40})(?P<dirty>-dirty)?")
+
+
+def with_kernel_git(plan: dict[str, Any], revision: str) -> dict[str, Any]:
+    """`plan` with the kernel commit the build really has: `<commit>`,
+    `<commit>-dirty`, or "" when unknown (provenance then names none).
+
+    A plan records the commit of when it was written, and Nix rewrites it only
+    when build.toml changes; the flake passes `self.rev` here instead.
+    """
+    match = _REVISION.fullmatch(revision)
+    if revision and match is None:
+        raise UserError.single(
+            f"invalid kernel revision {revision!r}",
+            key="--kernel-git",
+            fix="pass a git commit (hex), optionally followed by -dirty, or an empty string",
+        )
+    kernel = {"commit": match["commit"], "dirty": bool(match["dirty"])} if match else None
+    rebased = copy.deepcopy(plan)
+    rebased["kernel-git"] = kernel
+    for variants in rebased["variants"].values():
+        for variant in variants.values():
+            provenance = variant["metadata"].get("provenance", {})
+            provenance.pop("kernel", None)
+            if kernel is not None:
+                provenance["kernel"] = dict(kernel)
     return rebased
 
 
@@ -182,6 +212,7 @@ def build_variant(
     out_dir: Path,
     *,
     unique_id: str | None = None,
+    kernel_git: str | None = None,
     toolchain: str = "host",
     redistributable: bool = False,
     jobs: int | None = None,
@@ -189,12 +220,15 @@ def build_variant(
 ) -> Path:
     """Build one variant of `plan` into `out_dir/<variant_name>/` and return that path.
 
-    `unique_id` replaces the plan's (new ops id and metadata id). `work_dir`
+    `unique_id` replaces the plan's (new ops id and metadata id), `kernel_git`
+    its kernel commit (see with_kernel_git). `work_dir`
     keeps the CMake project and build tree (incremental rebuilds); without it
     they live in a temporary directory that is removed afterwards.
     """
     if unique_id is not None:
         plan = with_unique_id(plan, unique_id)
+    if kernel_git is not None:
+        plan = with_kernel_git(plan, kernel_git)
     variant = variant_of(plan, system, variant_name)
     reason = why_not_buildable(variant)
     if reason:

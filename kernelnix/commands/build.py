@@ -124,6 +124,12 @@ def _read_plan(path: Path) -> dict[str, Any]:
     help="Where the variant directory OUT/NAME/ is written.",
 )
 @UNIQUE_ID_OPTION
+@click.option(
+    "--kernel-git",
+    metavar="REV",
+    help="The kernel's commit for the metadata's provenance: COMMIT, COMMIT-dirty, "
+    "or '' when unknown (default: the one the plan recorded).",
+)
 @click.option("--toolchain", type=click.Choice(TOOLCHAINS), default="host", show_default=True)
 @click.option("--redistributable", is_flag=True, help="Hold the result to the default policy.")
 @JOBS_OPTION
@@ -141,6 +147,7 @@ def build_variant_command(
     source: Path,
     out: Path,
     unique_id: str | None,
+    kernel_git: str | None,
     toolchain: str,
     redistributable: bool,
     jobs: int | None,
@@ -161,6 +168,7 @@ def build_variant_command(
         source,
         out,
         unique_id=unique_id,
+        kernel_git=kernel_git,
         toolchain=toolchain,
         redistributable=redistributable,
         jobs=jobs,

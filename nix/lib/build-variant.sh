@@ -22,4 +22,5 @@ exec "$KERNELNIX_PYTHON" -m kernelnix build-variant $jobs $policy \
   --source "$src" \
   --out "$out" \
   --unique-id "$uniqueId" \
+  --kernel-git "$kernelGit" \
   --toolchain "$toolchainName"

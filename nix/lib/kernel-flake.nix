@@ -34,6 +34,9 @@ let
   revision =
     self.shortRev or self.dirtyShortRev or "${builtins.substring 0 7 (baseNameOf "${sources.build}")}-dirty";
   uniqueId = builtins.replaceStrings [ "-" ] [ "_" ] revision;
+  # The commit in each variant's metadata (provenance): the plan's may be older.
+  # A dirty tree on Nix older than 2.15 (no dirtyRev) records none.
+  kernelGit = self.rev or self.dirtyRev or "";
   mkVariant = import ./variant.nix { inherit util; } {
     inherit plan;
     toolchain = tc;
@@ -50,7 +53,7 @@ let
       variants = util.genAttrs offered (
         name:
         mkVariant {
-          inherit system name uniqueId;
+          inherit system name uniqueId kernelGit;
           variant = planVariants.${name};
           src = sources.build;
         }

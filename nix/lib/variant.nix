@@ -16,6 +16,7 @@
   variant,
   src,
   uniqueId,
+  kernelGit,
 }:
 let
   inputs = toolchain.variantEnv { inherit system name variant; };
@@ -23,7 +24,7 @@ in
 builtins.derivation (
   inputs.env
   // {
-    inherit system src uniqueId;
+    inherit system src uniqueId kernelGit;
     name = "${plan.python-name}-${name}";
     builder = inputs.builder;
     args = [ ./build-variant.sh ];
