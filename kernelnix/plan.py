@@ -18,7 +18,7 @@ from kernelnix import __version__
 from kernelnix.archs import EmptyArchsError, kernel_archs, metadata_archs
 from kernelnix.config.load import LoadedConfig, format_key_path
 from kernelnix.config.model import BuildConfig, CudaKernel, KernelBase
-from kernelnix.config.paths import ProjectFiles, declared_paths
+from kernelnix.config.paths import declared_paths
 from kernelnix.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.ids import GitState, git_state, ops_id, unique_id_for
 from kernelnix.matrix import Matrix, Variant, best_variant, load_matrix, variants_for_system
@@ -74,7 +74,6 @@ def _framework_json(config: BuildConfig) -> dict[str, Any]:
 
 def missing_sources(loaded: LoadedConfig) -> list[Diagnostic]:
     """Declared source files that do not exist: the build could not read them."""
-    files = ProjectFiles(loaded.path.parent)
     return [
         Diagnostic(
             f"source file {value!r} does not exist",
@@ -83,7 +82,7 @@ def missing_sources(loaded: LoadedConfig) -> list[Diagnostic]:
             fix="create it or fix the path (relative to build.toml's directory)",
         )
         for key, value, must_exist in declared_paths(loaded.config)
-        if must_exist and not files.is_file(value)
+        if must_exist and not loaded.files.is_file(value)
     ]
 
 

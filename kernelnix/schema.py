@@ -95,12 +95,28 @@ _EXACT_TYPES = {
 }
 
 
+def toml_type_name(value: object) -> str:
+    """The TOML word for a parsed value's type, for error messages (JSON's null too)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "table"
+    return "date/time"
+
+
 def describe(value: object) -> str:
     """`integer 5`, `string 'x'`, `a table`: a parsed value for messages."""
-    if isinstance(value, dict):
-        return "a table"
-    word = {bool: "boolean", int: "integer", float: "float", str: "string", list: "array"}
-    return f"{word.get(type(value), type(value).__name__)} {value!r}"
+    return "a table" if isinstance(value, dict) else f"{toml_type_name(value)} {value!r}"
 
 
 # ------------------------------------------------------------------ fields

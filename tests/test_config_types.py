@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 from kernelnix.config.types import (
@@ -51,6 +53,8 @@ def test_the_closed_lists_match_the_reference() -> None:
         ("x", "string"),
         ([], "array"),
         ({}, "table"),
+        (datetime.date(2026, 1, 1), "date/time"),
+        (None, "null"),  # JSON (metadata.json) has null; TOML does not
     ],
 )
 def test_toml_type_name(value: object, word: str) -> None:

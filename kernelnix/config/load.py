@@ -33,10 +33,10 @@ from kernelnix.config.model import (
     Table,
 )
 from kernelnix.config.paths import ProjectFiles, declared_paths
-from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError, toml_type_name
+from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError
 from kernelnix.config.upgrade import upgrade_document
 from kernelnix.diagnostics import Diagnostic, UserError, display_path
-from kernelnix.schema import Issue, Model, SchemaError, model_at
+from kernelnix.schema import Issue, Model, SchemaError, model_at, toml_type_name
 
 BUILD_TOML = "build.toml"
 SUPPORTED_EDITIONS = (5,)
@@ -49,6 +49,7 @@ class LoadedConfig:
     config: BuildConfig
     path: Path
     shape: str  # "5", "v4" or "v3": the shape the file was written in
+    files: ProjectFiles  # the project's directories as listed while loading
     warnings: list[Diagnostic] = field(default_factory=list)
 
 
@@ -287,16 +288,22 @@ def _finish(
     reporter: _Reporter, config: BuildConfig, shape: str, warnings: list[Diagnostic]
 ) -> LoadedConfig:
     """Checks that need the whole config and the project directory."""
-    errors = _escaping_paths(reporter, config)
+    files = ProjectFiles(reporter.path.parent)
+    errors = _escaping_paths(reporter, config, files)
     if errors:
         raise UserError(errors)
     return LoadedConfig(
-        config, reporter.path, shape, [*warnings, *_edition5_warnings(reporter, config)]
+        config,
+        reporter.path,
+        shape,
+        files,
+        [*warnings, *_edition5_warnings(reporter, config)],
     )
 
 
-def _escaping_paths(reporter: _Reporter, config: BuildConfig) -> list[Diagnostic]:
-    files = ProjectFiles(reporter.path.parent)
+def _escaping_paths(
+    reporter: _Reporter, config: BuildConfig, files: ProjectFiles
+) -> list[Diagnostic]:
     errors = []
     for key, value, _ in declared_paths(config):
         reason = files.escape_reason(value)

@@ -10,7 +10,7 @@ import re
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from kernelnix.schema import Before, Ge, Serializer
+from kernelnix.schema import Before, Ge, Serializer, toml_type_name
 from kernelnix.version import Version
 
 Backend = Literal["cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu"]
@@ -50,23 +50,6 @@ class EntryError(ValueError):
         super().__init__(message)
         self.key = key
         self.value = value
-
-
-def toml_type_name(value: object) -> str:
-    """The TOML word for a parsed value's type, for error messages."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "table"
-    return "date/time"
 
 
 def _require_string(value: object, what: str) -> str:
