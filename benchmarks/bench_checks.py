@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -174,29 +174,22 @@ def build_big(cache: Path) -> Path:
         run(["g++", "-O1", "-fPIC", "-shared", str(source), "-o", str(target)])
         return target
     codes = gpu_codes(compiler)
-    gencode = [f"-gencode=arch=compute_{c[3:]},code={c}" for c in codes]
     print(
         f"building the big CUDA library for {len(codes)} architectures "
         f"({', '.join(codes)}); this takes a few minutes"
     )
-    run(
-        [
-            compiler,
-            "-shared",
-            "-Xcompiler",
-            "-fPIC",
-            "-O2",
-            "-cudart",
-            "shared",
-            "-compress-mode=none",
-            f"-DKN_TABLE_BYTES={TABLE_BYTES}",
-            *gencode,
-            str(source),
-            "-o",
-            str(target),
-        ]
-    )
+    extra = ["-compress-mode=none", f"-DKN_TABLE_BYTES={TABLE_BYTES}"]
+    nvcc_shared_library(compiler, codes, source, target, extra)
     return target
+
+
+def nvcc_shared_library(
+    compiler: str, codes: Sequence[str], source: Path, target: Path, extra: Sequence[str] = ()
+) -> None:
+    """A shared library as CUDA kernel libraries are built: -O2, shared cudart, `codes`."""
+    gencode = [f"-gencode=arch=compute_{c[3:]},code={c}" for c in codes]
+    command = [compiler, "-shared", "-Xcompiler", "-fPIC", "-O2", "-cudart", "shared"]
+    run([*command, *extra, *gencode, str(source), "-o", str(target)])
 
 
 def build_small_cuda(cache: Path) -> list[Path]:
@@ -206,28 +199,13 @@ def build_small_cuda(cache: Path) -> list[Path]:
         return []
     folder = cache / "small-cuda"
     folder.mkdir(exist_ok=True)
-    gencode = [f"-gencode=arch=compute_{c[3:]},code={c}" for c in SMALL_CUDA_CODES]
     libraries = []
     for seed in range(SMALL_COUNT):
         target = folder / f"libcuda_{seed:02d}.so"
         if not target.exists():
             source = folder / f"cuda_{seed:02d}.cu"
             source.write_text(SMALL_KERNEL.replace("SEED", str(seed)))
-            run(
-                [
-                    compiler,
-                    "-shared",
-                    "-Xcompiler",
-                    "-fPIC",
-                    "-O2",
-                    "-cudart",
-                    "shared",
-                    *gencode,
-                    str(source),
-                    "-o",
-                    str(target),
-                ]
-            )
+            nvcc_shared_library(compiler, SMALL_CUDA_CODES, source, target)
         libraries.append(target)
     return libraries
 
