@@ -257,7 +257,7 @@ def _check_model(
     cls: type[M], data: Any, loc: Loc, issues: list[Issue], context: Mapping[str, Any]
 ) -> M:
     if not isinstance(data, dict):
-        issues.append(Issue("model_type", loc, f"expected a table, got {describe(data)}", data))
+        issues.append(_not_a_table("model_type", loc, data))
         return INVALID
     try:
         data = cls.normalize_input(data)
@@ -390,9 +390,7 @@ def _list_check(element: Check) -> Check:
 def _dict_check(item: Check) -> Check:
     def check(value: Any, loc: Loc, issues: list[Issue], context: Mapping[str, Any]) -> Any:
         if type(value) is not dict:
-            issues.append(
-                Issue("dict_type", loc, f"expected a table, got {describe(value)}", value)
-            )
+            issues.append(_not_a_table("dict_type", loc, value))
             return INVALID
         return {key: item(entry, (*loc, key), issues, context) for key, entry in value.items()}
 
@@ -471,9 +469,7 @@ def _tagged_check(union: Any, tag: str) -> Check:
 
     def check(value: Any, loc: Loc, issues: list[Issue], context: Mapping[str, Any]) -> Any:
         if type(value) is not dict:
-            issues.append(
-                Issue("model_type", loc, f"expected a table, got {describe(value)}", value)
-            )
+            issues.append(_not_a_table("model_type", loc, value))
             return INVALID
         if tag not in value:
             issues.append(Issue("union_tag_not_found", loc, f"`{tag}` is missing", value))
