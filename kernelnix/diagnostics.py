@@ -8,7 +8,7 @@ with a list of diagnostics; the CLI prints them and exits with code 2.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -68,10 +68,6 @@ class UserError(Exception):
 
     def render(self) -> str:
         return "\n".join([*(d.render() for d in self.diagnostics), self.summary()])
-
-
-def render_all(diagnostics: Iterable[Diagnostic]) -> str:
-    return "\n".join(d.render() for d in diagnostics)
 
 
 def diagnostics_json(diagnostics: Sequence[Diagnostic]) -> str:
