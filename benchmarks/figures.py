@@ -17,7 +17,7 @@ class Figure:
     seconds: float
     baseline: str
     baseline_seconds: float
-    target: float  # the largest ratio that passes
+    target: float | None  # the largest ratio that passes; None: measured, not judged
     target_text: str  # the target as docs/performance.md states it
     detail: str = ""
 
@@ -26,16 +26,21 @@ class Figure:
         return self.seconds / self.baseline_seconds
 
     @property
-    def passed(self) -> bool:
-        return self.ratio <= self.target
+    def verdict(self) -> str:
+        """PASS or MISS against the target; INFO for a figure without one."""
+        if self.target is None:
+            return "INFO"
+        return "PASS" if self.ratio <= self.target else "MISS"
+
+    @property
+    def target_bound(self) -> str:
+        return "no target" if self.target is None else f"target <= {ratio_text(self.target)} x"
 
     def lines(self) -> list[str]:
-        verdict = "PASS" if self.passed else "MISS"
         return [
-            f"{verdict}  {self.name}",
+            f"{self.verdict}  {self.name}",
             f"      {duration(self.seconds)} = {ratio_text(self.ratio)} x {self.baseline} "
-            f"({duration(self.baseline_seconds)}); target <= {ratio_text(self.target)} x: "
-            f"{self.target_text}",
+            f"({duration(self.baseline_seconds)}); {self.target_bound}: {self.target_text}",
             *([f"      {self.detail}"] if self.detail else []),
         ]
 

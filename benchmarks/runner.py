@@ -71,15 +71,16 @@ def main() -> None:
         figures += found
     print("\n== summary")
     for figure in figures:
-        verdict = "PASS" if figure.passed else "MISS"
-        ratio = f"{ratio_text(figure.ratio)} (<= {ratio_text(figure.target)})"
-        print(f"{verdict}  {ratio:<20} {figure.name}")
+        bound = "" if figure.target is None else f" (<= {ratio_text(figure.target)})"
+        print(f"{figure.verdict}  {ratio_text(figure.ratio) + bound:<20} {figure.name}")
+    counts = {v: sum(f.verdict == v for f in figures) for v in ("PASS", "MISS", "INFO")}
     print(
-        f"{sum(f.passed for f in figures)} PASS, {sum(not f.passed for f in figures)} MISS"
+        f"{counts['PASS']} PASS, {counts['MISS']} MISS"
+        + (f", {counts['INFO']} without a target" if counts["INFO"] else "")
         + (f"; failed to run: {', '.join(failed)}" if failed else "")
     )
     if args.json:
-        records = [{**asdict(f), "ratio": f.ratio, "passed": f.passed} for f in figures]
+        records = [{**asdict(f), "ratio": f.ratio, "verdict": f.verdict} for f in figures]
         document = {"machine": machine(), "figures": records}
         args.json.write_text(json.dumps(document, indent=2) + "\n")
     sys.exit(1 if failed else 0)
