@@ -4,15 +4,18 @@ id = `_<python_name>_<backend>_<unique>`. The unique part comes from an explicit
 option, else from git: the 7-hex tree id of the kernel directory at HEAD, plus
 `_dirty` when tracked files changed (the reference uses the repository root's
 tree; the kernel's own tree stays stable when unrelated files in a monorepo
-change), else 13 random base32 characters.
+change), else 13 base32 characters of a hash of the build's files. The
+reference draws those at random; a hash gives an uncommitted kernel the same
+id, and so a no-op rebuild, as long as its files are unchanged.
 """
 
 from __future__ import annotations
 
 import base64
-import os
+import hashlib
 import re
 import subprocess
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,9 +52,18 @@ def git_state(directory: Path) -> GitState | None:
     return GitState(commit=commit, tree=tree, dirty=bool(status))
 
 
-def random_unique_id() -> str:
-    """A u64 as lowercase, unpadded base32 (13 characters), like the reference."""
-    return base64.b32encode(os.urandom(8)).decode().rstrip("=").lower()
+def content_unique_id(directory: Path, files: Iterable[str]) -> str:
+    """13 lowercase base32 characters (a u64, as the reference's random ids) of a
+    SHA-256 over `files` (relative to `directory`): their names and contents."""
+    digest = hashlib.sha256()
+    for name in files:
+        try:
+            content = (directory / name).read_bytes()
+        except OSError:  # a missing source: the plan reports it
+            content = b""
+        for part in (name.encode(), content):
+            digest.update(len(part).to_bytes(8, "little") + part)
+    return base64.b32encode(digest.digest()[:8]).decode().rstrip("=").lower()
 
 
 def check_unique_id(value: str) -> str:
@@ -63,17 +75,14 @@ def check_unique_id(value: str) -> str:
     return value
 
 
-def unique_id_for(explicit: str | None, state: GitState | None) -> str:
-    """The unique part from an explicit option, else the git state, else random."""
+def unique_id_for(explicit: str | None, state: GitState | None, content: Callable[[], str]) -> str:
+    """The unique part from an explicit option, else the git state, else `content()`
+    (content_unique_id of the build's files, computed only when needed)."""
     if explicit is not None:
         return check_unique_id(explicit.replace("-", "_"))
     if state is None:
-        return random_unique_id()
+        return content()
     return state.tree[:7] + ("_dirty" if state.dirty else "")
-
-
-def unique_id(directory: Path, explicit: str | None = None) -> str:
-    return unique_id_for(explicit, git_state(directory) if explicit is None else None)
 
 
 def ops_id(python_name: str, backend: str, unique: str) -> str:

@@ -20,7 +20,7 @@ from kernelnix.config.load import LoadedConfig, format_key_path
 from kernelnix.config.model import BuildConfig, CudaKernel, KernelBase
 from kernelnix.config.paths import declared_paths
 from kernelnix.diagnostics import Diagnostic, UserError, display_path
-from kernelnix.ids import GitState, git_state, ops_id, unique_id_for
+from kernelnix.ids import GitState, content_unique_id, git_state, ops_id, unique_id_for
 from kernelnix.matrix import Matrix, Variant, best_variant, load_matrix, variants_for_system
 from kernelnix.metadata import (
     BUILDER_VERSION,
@@ -40,7 +40,7 @@ DEFAULT_PYEXT = ["py", "pyi"]
 @dataclass(frozen=True)
 class PlanOptions:
     systems: tuple[str, ...] | None = None  # None: every system of the matrix
-    unique_id: str | None = None  # None: from git, else random
+    unique_id: str | None = None  # None: from git, else a hash of the build's files
 
 
 def package_dir(config: BuildConfig) -> str:
@@ -175,7 +175,11 @@ def build_plan(
     config = loaded.config
     directory = loaded.path.parent
     git = git_state(directory) if options.unique_id is None else None
-    unique = unique_id_for(options.unique_id, git)
+    unique = unique_id_for(
+        options.unique_id,
+        git,
+        lambda: content_unique_id(directory, source_files(directory, config)),
+    )
     provenance = _provenance(git)
     systems: dict[str, Any] = {}
     variants: dict[str, Any] = {}

@@ -1,4 +1,4 @@
-"""Kernel ids: explicit, from the git tree (with _dirty), or random."""
+"""Kernel ids: explicit, from the git tree (with _dirty), or a hash of the files."""
 
 from __future__ import annotations
 
@@ -8,7 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from kernelnix.ids import check_unique_id, git_state, ops_id, random_unique_id, unique_id
+from kernelnix.ids import (
+    check_unique_id,
+    content_unique_id,
+    git_state,
+    ops_id,
+    unique_id_for,
+)
+
+
+def unique_id(directory: Path, explicit: str | None = None) -> str:
+    """As the plan picks it, with build.toml as the build's only file."""
+    state = git_state(directory) if explicit is None else None
+    return unique_id_for(explicit, state, lambda: content_unique_id(directory, ["build.toml"]))
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -58,9 +70,32 @@ def test_changes_outside_the_kernel_keep_its_id(repo: Path) -> None:
     assert unique_id(repo) == before
 
 
-def test_random_id_without_git(tmp_path: Path) -> None:
-    first, second = unique_id(tmp_path), random_unique_id()
-    assert re.fullmatch(r"[a-z2-7]{13}", first) and first != second
+def test_without_git_the_id_is_a_hash_of_the_files(tmp_path: Path) -> None:
+    (tmp_path / "build.toml").write_text("x = 1\n")
+    (tmp_path / "relu.cu").write_text("// kernel\n")
+    files = ["build.toml", "relu.cu"]
+    first = content_unique_id(tmp_path, files)
+    assert re.fullmatch(r"[a-z2-7]{13}", first)
+    assert unique_id(tmp_path) == content_unique_id(tmp_path, ["build.toml"])
+    # Unchanged files, the same id: a rebuild has nothing to recompile.
+    assert content_unique_id(tmp_path, files) == first
+    (tmp_path / "relu.cu").write_text("// kernel, edited\n")
+    edited = content_unique_id(tmp_path, files)
+    assert edited != first
+    # Names count too, and the boundary between a name and its content.
+    (tmp_path / "relu.cu").rename(tmp_path / "gelu.cu")
+    assert content_unique_id(tmp_path, ["build.toml", "gelu.cu"]) != edited
+    (tmp_path / "a").write_text("bc")
+    (tmp_path / "ab").write_text("c")
+    assert content_unique_id(tmp_path, ["a"]) != content_unique_id(tmp_path, ["ab"])
+
+
+def test_an_uncommitted_kernel_in_a_repository_gets_the_hash(repo: Path) -> None:
+    fresh = repo.parent / "gelu"
+    fresh.mkdir()
+    (fresh / "build.toml").write_text("y = 1\n")
+    assert git_state(fresh) is None
+    assert unique_id(fresh) == content_unique_id(fresh, ["build.toml"])
 
 
 def test_ops_id_format() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -24,6 +25,28 @@ def test_plan_is_byte_for_byte_deterministic() -> None:
     plan = json.loads(first)
     assert plan["schema-version"] == SCHEMA_VERSION
     assert plan["build-toml-sha256"] and plan["unique-id"] == "abc1234"
+
+
+def test_a_kernel_outside_git_gets_an_id_from_its_files(tmp_path: Path) -> None:
+    kernel = tmp_path / "relu"
+    shutil.copytree(EXAMPLES / "relu", kernel, ignore=shutil.ignore_patterns("build"))
+
+    def plan_ids() -> tuple[str, set[str]]:
+        plan = build_plan(load_config(kernel))
+        ops = {v["ops-id"] for per_system in plan["variants"].values() for v in per_system.values()}
+        return plan["unique-id"], ops
+
+    unique, ops = plan_ids()
+    assert plan_ids() == (unique, ops)  # nothing changed: a rebuild recompiles nothing
+    assert all(op.endswith(f"_{unique}") for op in ops)
+    (kernel / "README.md").write_text("not a build input\n")
+    assert plan_ids()[0] == unique
+    for source in ("relu_cuda/relu.cu", "torch-ext/relu/__init__.py"):
+        with (kernel / source).open("a") as file:
+            file.write("\n")
+        changed = plan_ids()[0]
+        assert changed != unique, source
+        unique = changed
 
 
 def test_plan_resolves_each_variant() -> None:

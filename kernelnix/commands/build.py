@@ -20,7 +20,8 @@ JOBS_OPTION = click.option(
     "-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs (default: Ninja's)."
 )
 UNIQUE_ID_OPTION = click.option(
-    "--unique-id", help="Unique part of the op namespace (default: git tree id, else random)."
+    "--unique-id",
+    help="Unique part of the op namespace (default: git tree id, else a hash of the files).",
 )
 
 
