@@ -139,7 +139,7 @@ def _stale_digest(metadata: VariantMetadata) -> list[Diagnostic]:
 def _loader_objection(metadata: VariantMetadata) -> list[Diagnostic]:
     """What the `kernels` loader's own parser says; nothing when it is not installed."""
     try:
-        from kernels._rust import Metadata as LoaderMetadata
+        from kernels._rust import Metadata as LoaderMetadata  # type: ignore[import-untyped]
     except ImportError:
         return []
     try:

@@ -13,7 +13,7 @@ import copy
 import difflib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import Any
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 from kernelnix.config.locate import KeyPath, key_lines, line_of
 from kernelnix.config.model import (
@@ -139,13 +139,13 @@ def read_build_toml(path: Path) -> tuple[str, dict[str, Any]]:
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         match = re.search(r"\(at line (\d+), column (\d+)\)", message)
-        line = int(match.group(1)) if match else len(text.splitlines()) or None
+        error_line = int(match.group(1)) if match else len(text.splitlines()) or None
         reason = message[: match.start()].strip() if match else message
         column = f", column {match.group(2)}" if match else ""
         raise UserError.single(
             f"TOML syntax error{column}: {reason}",
             file=where,
-            line=line,
+            line=error_line,
             fix="see https://toml.io for the syntax; strings need quotes, tables [brackets]",
         ) from None
 
@@ -352,9 +352,9 @@ def _edition5_warnings(reporter: _Reporter, config: BuildConfig) -> list[Diagnos
 
 def _framework_problems(
     reporter: _Reporter,
-    raw: dict[str, Any],
+    raw: Mapping[str, Any],
     shape: str,
-) -> tuple[dict[str, Any], list[Diagnostic]]:
+) -> tuple[Mapping[str, Any], list[Diagnostic]]:
     """Check the framework sections; drop extra ones so they are reported once."""
     allowed = ("torch", "tvm-ffi") if shape == "v3" else FRAMEWORKS
     present = [f for f in allowed if f in raw]
@@ -384,7 +384,7 @@ def _framework_problems(
 
 def _validate(
     reporter: _Reporter,
-    raw: dict[str, Any],
+    raw: Mapping[str, Any],
     shape: str,
 ) -> tuple[Table | None, list[Diagnostic]]:
     data, problems = _framework_problems(reporter, raw, shape)
@@ -402,7 +402,7 @@ def _sorted_unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 
 
 def _diagnose(
-    reporter: _Reporter, model: type[Model], data: dict[str, Any], issue: Issue
+    reporter: _Reporter, model: type[Model], data: Mapping[str, Any], issue: Issue
 ) -> Diagnostic:
     loc, kind, value = issue.loc, issue.kind, issue.value
     if kind == "extra_forbidden":
@@ -499,7 +499,7 @@ def _keys_of(model: type[Model]) -> list[str]:
 
 
 def _unknown_key(
-    reporter: _Reporter, root: type[Model], data: dict[str, Any], loc: KeyPath
+    reporter: _Reporter, root: type[Model], data: Mapping[str, Any], loc: KeyPath
 ) -> Diagnostic:
     key = str(loc[-1])
     parent = model_at(root, data, loc[:-1]) if loc[:-1] else root
@@ -521,7 +521,7 @@ def _unknown_key(
 
 
 def _missing_key(
-    reporter: _Reporter, root: type[Model], data: dict[str, Any], loc: KeyPath
+    reporter: _Reporter, root: type[Model], data: Mapping[str, Any], loc: KeyPath
 ) -> Diagnostic:
     key = str(loc[-1])
     parent = model_at(root, data, loc[:-1]) if loc[:-1] else root

@@ -128,7 +128,8 @@ class TorchV4(TorchV3):
 
 
 class Torch(TorchV4):
-    stable_abi: StableAbi | None = field(None, examples=['"2.12"'])
+    # Edition 5 widens the field: one version, or a table of them per backend.
+    stable_abi: StableAbi | None = field(None, examples=['"2.12"'])  # type: ignore[assignment]
 
     def stable_abi_for(self, backend: str) -> Version | None:
         """The stable-ABI target of `backend`, or None for the full ABI."""
