@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from kernelnix.build import BuildError, build_variant
 from kernelnix.build.develop import create_pyproject
-from kernelnix.build.local import BUILD_DIR, WORK_DIR, build_local, plan_here
+from kernelnix.build.local import BUILD_DIR, WORK_DIR, build_planned, plan_here
 from kernelnix.cli import main
 from kernelnix.config import load_config
 from kernelnix.diagnostics import UserError
@@ -73,7 +73,7 @@ def built_kernels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     built = {}
     for example in ("relu", "multi-kernel", "relu-stable-abi", "relu-noarch"):
         copy = committed_copy(example, root)
-        build_local(copy, jobs=2)
+        build_planned(plan_here(copy)[1], copy, jobs=2)
         built[example] = copy
     return built
 

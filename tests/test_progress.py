@@ -181,6 +181,16 @@ def test_build_local_shows_skipped_variants(tmp_path: Path, flags: list[str], sh
     )
 
 
+def test_config_warnings_come_before_the_build(tmp_path: Path) -> None:
+    kernel = rocm_only_kernel(tmp_path)
+    config = kernel / "build.toml"
+    config.write_text(config.read_text().replace("edition = 5\n", ""))  # a v4 file
+    result = CliRunner().invoke(main, ["build", "--local", str(kernel)])
+    assert result.exit_code == 2, result.output
+    warning = result.stderr.index("kernelnix update-build")
+    assert warning < result.stderr.index("[0.0s] torch213-cxx11-rocm72-x86_64-linux skipped")
+
+
 def noarch_kernel(root: Path) -> Path:
     kernel = root / "relu-noarch"
     shutil.copytree(EXAMPLES / "relu-noarch", kernel, ignore=shutil.ignore_patterns("build"))

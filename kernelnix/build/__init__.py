@@ -1,5 +1,5 @@
 """The build step: one variant (`build_variant`), every variant of this machine
-(`build_local`), and the files for local development (`create_pyproject`)."""
+(`build_planned`), and the files for local development (`create_pyproject`)."""
 
 from kernelnix.build.variant import BuildError, build_variant
 

@@ -15,7 +15,7 @@ from typing import Any
 from kernelnix.build.host import why_not_buildable
 from kernelnix.build.variant import build_variant
 from kernelnix.config import LoadedConfig, load_config
-from kernelnix.diagnostics import Diagnostic, UserError
+from kernelnix.diagnostics import UserError
 from kernelnix.plan import PlanOptions, build_plan, current_system
 from kernelnix.progress import Progress
 
@@ -29,7 +29,6 @@ class LocalBuild:
 
     built: list[Path] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
-    warnings: list[Diagnostic] = field(default_factory=list)
 
 
 def plan_here(directory: Path, unique_id: str | None = None) -> tuple[LoadedConfig, dict[str, Any]]:
@@ -85,19 +84,4 @@ def build_planned(
                     plan, system, name, directory, out_dir, jobs=jobs, work_dir=work_dir
                 )
             result.built.append(built)
-    return result
-
-
-def build_local(
-    directory: Path,
-    variant: str | None = None,
-    *,
-    unique_id: str | None = None,
-    jobs: int | None = None,
-    progress: bool = False,
-) -> LocalBuild:
-    """Build the variants of `directory` this machine can build (or just `variant`)."""
-    loaded, plan = plan_here(directory, unique_id)
-    result = build_planned(plan, directory, variant, jobs, progress=progress)
-    result.warnings = list(loaded.warnings)
     return result

@@ -10,7 +10,7 @@ import click
 
 from kernelnix.build import BuildError, build_variant
 from kernelnix.build.develop import create_pyproject
-from kernelnix.build.local import build_local
+from kernelnix.build.local import build_planned, plan_here
 from kernelnix.build.variant import TOOLCHAINS
 from kernelnix.cli import DIR_ARGUMENT, exits_on, main, print_warnings, reports_user_errors
 from kernelnix.diagnostics import UserError
@@ -71,10 +71,9 @@ def build_command(
 
         build_with_nix(directory, variant, unique_id, NixOptions(cores=jobs))
         return
-    result = build_local(
-        directory, variant, unique_id=unique_id, jobs=jobs, progress=not no_progress
-    )
-    print_warnings(result.warnings)
+    loaded, plan = plan_here(directory, unique_id)
+    print_warnings(loaded.warnings)  # before the build, not after minutes of it
+    result = build_planned(plan, directory, variant, jobs, progress=not no_progress)
     for name, reason in result.skipped.items():
         click.echo(f"skipped {name}: {reason}")
     for path in result.built:
