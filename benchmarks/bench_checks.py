@@ -209,15 +209,32 @@ def build_small_cuda(cache: Path) -> list[Path]:
     if compiler is None:
         print("nvcc not found: skipping the batch of small CUDA libraries")
         return []
-    folder = cache / "small-cuda"
+    return build_batch(
+        cache / "small-cuda",
+        "cuda",
+        lambda seed: (SMALL_KERNEL.replace("SEED", str(seed)), ".cu"),
+        lambda source, target: nvcc_shared_library(compiler, SMALL_CUDA_CODES, source, target),
+    )
+
+
+def build_batch(
+    folder: Path,
+    stem: str,
+    source_of: Callable[[int], tuple[str, str]],
+    compile_to: Callable[[Path, Path], None],
+) -> list[Path]:
+    """SMALL_COUNT libraries `folder/lib<stem>_NN.so`, each compiled by
+    `compile_to(source, library)` from its own source, `source_of(NN)` = (text,
+    suffix), unless built already."""
     folder.mkdir(exist_ok=True)
     libraries = []
     for seed in range(SMALL_COUNT):
-        target = folder / f"libcuda_{seed:02d}.so"
+        target = folder / f"lib{stem}_{seed:02d}.so"
         if not target.exists():
-            source = folder / f"cuda_{seed:02d}.cu"
-            source.write_text(SMALL_KERNEL.replace("SEED", str(seed)))
-            nvcc_shared_library(compiler, SMALL_CUDA_CODES, source, target)
+            text, suffix = source_of(seed)
+            source = folder / f"{stem}_{seed:02d}{suffix}"
+            source.write_text(text)
+            compile_to(source, target)
         libraries.append(target)
     return libraries
 
@@ -239,16 +256,13 @@ def build_cuda_kernels(cache: Path) -> list[Path]:
         print(f"compiling the kernel libraries' device code for {', '.join(archs)}")
         command = [compiler, "-c", "-Xcompiler", "-fPIC", "-O2", *cuda_gencode(archs)]
         run([*command, str(source), "-o", str(device)])
-    libraries = []
-    for seed in range(SMALL_COUNT):
-        target = folder / f"libkernel_{seed:02d}.so"
-        if not target.exists():
-            host = folder / f"host_{seed:02d}.cpp"
-            host.write_text(small_source(seed))
-            command = [compiler, "-shared", "-Xcompiler", "-fPIC", "-O1", "-cudart", "shared"]
-            run([*command, str(device), str(host), "-o", str(target)])
-        libraries.append(target)
-    return libraries
+    link = [compiler, "-shared", "-Xcompiler", "-fPIC", "-O1", "-cudart", "shared", str(device)]
+    return build_batch(
+        folder,
+        "kernel",
+        lambda seed: (small_source(seed), ".cpp"),
+        lambda host, target: run([*link, str(host), "-o", str(target)]),
+    )
 
 
 def variant_archs(compiler: str) -> list[str]:
@@ -265,17 +279,14 @@ def variant_archs(compiler: str) -> list[str]:
 
 
 def build_small(cache: Path) -> list[Path]:
-    folder = cache / "small"
-    folder.mkdir(exist_ok=True)
-    libraries = []
-    for seed in range(SMALL_COUNT):
-        target = folder / f"libsmall_{seed:02d}.so"
-        if not target.exists():
-            source = folder / f"small_{seed:02d}.cpp"
-            source.write_text(small_source(seed))
-            run(["g++", "-O1", "-fPIC", "-shared", str(source), "-o", str(target)])
-        libraries.append(target)
-    return libraries
+    return build_batch(
+        cache / "small",
+        "small",
+        lambda seed: (small_source(seed), ".cpp"),
+        lambda source, target: run(
+            ["g++", "-O1", "-fPIC", "-shared", str(source), "-o", str(target)]
+        ),
+    )
 
 
 def run(command: list[str]) -> None:
