@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import re
 import subprocess
 from collections.abc import Callable, Iterable
@@ -61,7 +62,7 @@ def content_unique_id(directory: Path, files: Iterable[str]) -> str:
             content = (directory / name).read_bytes()
         except OSError:  # a missing source: the plan reports it
             content = b""
-        for part in (name.encode(), content):
+        for part in (os.fsencode(name), content):  # any file name, even undecodable
             digest.update(len(part).to_bytes(8, "little") + part)
     return base64.b32encode(digest.digest()[:8]).decode().rstrip("=").lower()
 

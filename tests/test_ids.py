@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -88,6 +89,10 @@ def test_without_git_the_id_is_a_hash_of_the_files(tmp_path: Path) -> None:
     (tmp_path / "a").write_text("bc")
     (tmp_path / "ab").write_text("c")
     assert content_unique_id(tmp_path, ["a"]) != content_unique_id(tmp_path, ["ab"])
+    # A file name that is not UTF-8 (os.walk hands it over with surrogates).
+    odd = os.fsdecode(b"k\xff.py")
+    (tmp_path / odd).write_text("x")
+    assert re.fullmatch(r"[a-z2-7]{13}", content_unique_id(tmp_path, [odd]))
 
 
 def test_an_uncommitted_kernel_in_a_repository_gets_the_hash(repo: Path) -> None:
