@@ -8,9 +8,9 @@ Builds (once; cached under $KERNELNIX_BENCH_CACHE or <tmp>/kernelnix-bench-check
 - a batch of 50 CUDA kernel libraries as a CUDA variant ships them: device code
   compiled for the variant's default architectures (kernelnix's matrix data for
   the installed nvcc, the same -gencode flags kernelnix emits), linked with host
-  code that imports a hundred or more libtorch-style C++ symbols (~0.5 MB each;
+  code that imports 60 to 270 libtorch-style C++ symbols (~1.1 MB each;
   the 50 share their device code, which the checks do not look at);
-- a batch of 50 CPU extension libraries as g++ builds them (~100 KB, the same
+- a batch of 50 CPU extension libraries as g++ builds them (~110 KB, the same
   host code alone, like real CPU kernel variants);
 - a batch of 50 tiny CUDA libraries (a few kernels for two architectures and no
   Torch imports, ~45 KB each): smaller than any real kernel, they show the fixed
