@@ -8,7 +8,6 @@ throw-away git repository so its op namespace is stable across builds.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fresh_python import run_python
 
 from kernelnix.build import BuildError, build_variant
 from kernelnix.build.develop import create_pyproject
@@ -51,19 +51,6 @@ def committed_copy(example: str, root: Path) -> Path:
 def script(*parts: str) -> str:
     """Python source from indented snippets."""
     return "\n".join(textwrap.dedent(part) for part in parts)
-
-
-def run_python(code: str, *args: str) -> str:
-    """Run `code` in a fresh interpreter (offline Hub); its stdout."""
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
 
 
 @pytest.fixture(scope="session")

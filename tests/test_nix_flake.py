@@ -12,11 +12,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fresh_python import run_python
 from nix_projects import EXAMPLES, clone_worktree, git, make_project, nix, nix_environment
 
 from kernelnix.build.torch_probe import probe
@@ -85,14 +85,7 @@ def test_bundle_holds_the_variants_and_loads_with_kernels(built: Built) -> None:
         "kernel = get_local_kernel(Path(sys.argv[1]))\n"
         "print(json.dumps(sorted(n for n in dir(kernel) if not n.startswith('_'))))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(built.bundle)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    assert done.returncode == 0, done.stderr
-    names = json.loads(done.stdout)
+    names = json.loads(run_python(script, str(built.bundle)))
     assert "ops" in names or names, names
     metadata = json.loads((built.bundle / bundled[0] / "metadata.json").read_text())
     assert metadata["provenance"]["kernelnix"]["redistributable"] is False
@@ -106,14 +99,7 @@ def test_relu_computes_through_kernels(built: Built) -> None:
         "relu = get_local_kernel(Path(sys.argv[1]))\n"
         "print(relu.relu(torch.tensor([-1.0, 2.0])).tolist())\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(built.bundle)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[0.0, 2.0]"
+    assert run_python(script, str(built.bundle)).strip() == "[0.0, 2.0]"
 
 
 def test_nothing_rebuilds_without_a_change(built: Built, tmp_path: Path) -> None:
