@@ -175,11 +175,8 @@ def build_plan(
     config = loaded.config
     directory = loaded.path.parent
     git = git_state(directory) if options.unique_id is None else None
-    unique = unique_id_for(
-        options.unique_id,
-        git,
-        lambda: content_unique_id(directory, source_files(directory, config)),
-    )
+    sources = source_files(directory, config)
+    unique = unique_id_for(options.unique_id, git, lambda: content_unique_id(directory, sources))
     provenance = _provenance(git)
     systems: dict[str, Any] = {}
     variants: dict[str, Any] = {}
@@ -221,7 +218,7 @@ def build_plan(
         "kernel-git": {"commit": git.commit, "dirty": git.dirty} if git else None,
         "framework-sources": _framework_json(config),
         "kernels": {name: _kernel_json(k) for name, k in sorted(config.kernel.items())},
-        "sources": source_files(directory, config),
+        "sources": sources,
         "systems": systems,
         "variants": variants,
         "notes": notes,
