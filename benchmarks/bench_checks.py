@@ -61,9 +61,9 @@ from kernelnix.checks.binaries import (
     symbol_versions,
 )
 from kernelnix.checks.policy import load_policy
+from kernelnix.core.version import Version
 from kernelnix.emit.cmake import cuda_gencode
-from kernelnix.matrix import load_matrix
-from kernelnix.version import Version
+from kernelnix.variants.matrix import load_matrix
 
 BIG_MIN_BYTES = 200 * 1000 * 1000
 SMALL_COUNT = 50

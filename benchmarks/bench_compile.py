@@ -29,10 +29,11 @@ from pathlib import Path
 import torch.utils.cpp_extension as cpp_extension
 from figures import Figure, report
 
-from kernelnix.build import build_variant
+from kernelnix.compile import build_variant
 from kernelnix.config import load_config
 from kernelnix.emit.cmake import cmake_project, write_project
-from kernelnix.plan import PlanOptions, build_plan, current_system
+from kernelnix.host.system import current_system
+from kernelnix.plan.build import PlanOptions, build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "examples" / "relu"

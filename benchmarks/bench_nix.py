@@ -27,18 +27,19 @@ from pathlib import Path
 from figures import Figure, duration, report, run_quietly, timed
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from nix_projects import (  # noqa: E402
-    EXAMPLES,
     clone_worktree,
     make_project,
     nix,
     nix_environment,
 )
+from paths import EXAMPLES  # noqa: E402
 
 from kernelnix.config import load_config  # noqa: E402
-from kernelnix.plan import PlanOptions, build_plan, current_system  # noqa: E402
+from kernelnix.host.system import current_system  # noqa: E402
+from kernelnix.plan.build import PlanOptions, build_plan  # noqa: E402
 
 EVAL_TARGET_S = 1.0
 OVERHEAD_TARGET = 0.15

@@ -22,9 +22,10 @@ from pathlib import Path
 from figures import Figure, best_and_median, duration, report, run_quietly
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from nix_projects import EXAMPLES, git  # noqa: E402
+from nix_projects import git  # noqa: E402
+from paths import EXAMPLES  # noqa: E402
 
 TARGET = 2.0
 

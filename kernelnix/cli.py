@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from kernelnix import __version__
-from kernelnix.diagnostics import Diagnostic, UserError, diagnostics_json
+from kernelnix.core.diagnostics import Diagnostic, UserError, diagnostics_json
 
 F = TypeVar("F", bound=Callable[..., Any])
 

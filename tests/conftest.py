@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
-GOLDEN = Path(__file__).resolve().parent / "golden"
+from paths import GOLDEN
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

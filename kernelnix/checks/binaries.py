@@ -23,7 +23,7 @@ from kernelnix.checks.tables import (
     runtime_library_matcher,
     torch_shim_versions,
 )
-from kernelnix.version import Version
+from kernelnix.core.version import Version
 
 BINARY_SUFFIXES = (".so", ".pyd", ".dylib")
 # Every name in CPython's stable-ABI table, and every CPython-internal name, starts so.

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelnix.checks.policy import DEFAULT_POLICY
-from kernelnix.variants import VariantName, parse_variant_name
-from kernelnix.version import Version
+from kernelnix.core.version import Version
+from kernelnix.variants.names import VariantName, parse_variant_name
 
 DEFAULT_PYTHON_ABI = "3.9"
 # Deployment targets: the reference's default for CPU builds, and the macOS

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelnix.checks.elf import Imports
-from kernelnix.version import Version
+from kernelnix.core.version import Version
 
 MH_MAGIC = 0xFEEDFACE
 MH_MAGIC_64 = 0xFEEDFACF

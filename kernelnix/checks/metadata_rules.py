@@ -2,7 +2,7 @@
 
 `metadata_readable`, `metadata_fields` and `metadata_matches_variant` cover what
 the other checks rely on (`name`, `id`, `backend.type`); `metadata_model`
-validates the whole file against kernelnix.metadata.Metadata.
+validates the whole file against kernelnix.plan.metadata.Metadata.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from kernelnix.checks.context import VariantContext
 from kernelnix.checks.report import VARIANT_FILE, Violation
-from kernelnix.metadata import Metadata
+from kernelnix.plan.metadata import Metadata
 from kernelnix.schema import SchemaError
 
 METADATA = "metadata.json"

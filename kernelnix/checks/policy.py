@@ -15,7 +15,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from kernelnix.version import Version
+from kernelnix.core.version import Version
 
 DEFAULT_POLICY = "kernel"
 _AUDITWHEEL_FILES = ("policy/manylinux-policy.json", "policy/policy.json")

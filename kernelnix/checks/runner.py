@@ -8,9 +8,9 @@ from kernelnix.checks.context import CheckOptions, load_context
 from kernelnix.checks.policy import UnknownPolicyError, check_policy_name
 from kernelnix.checks.report import CheckReport
 from kernelnix.checks.rules import variant_rules
-from kernelnix.diagnostics import Diagnostic, UserError, display_path
-from kernelnix.variants import parse_variant_name
-from kernelnix.version import Version
+from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
+from kernelnix.core.version import Version
+from kernelnix.variants.names import parse_variant_name
 
 METADATA = "metadata.json"
 

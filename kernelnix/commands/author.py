@@ -13,9 +13,9 @@ from kernelnix.cli import DIR_ARGUMENT, F, exits_on, main, print_warnings, repor
 from kernelnix.commands.nix import nix_options
 from kernelnix.config import load_config
 from kernelnix.config.types import BACKENDS
-from kernelnix.diagnostics import display_path
-from kernelnix.fileio import write_atomic
-from kernelnix.hub import REPO_TYPES, HubError
+from kernelnix.core.diagnostics import display_path
+from kernelnix.core.fileio import write_atomic
+from kernelnix.publish.hub import REPO_TYPES, HubError
 
 EXIT_HUB_ERROR = 1
 
@@ -77,7 +77,7 @@ def init_command(
       kernelnix init --name my-org/add-one --backends cpu cuda
       kernelnix init my-org/add-one --backends all
     """
-    from kernelnix.scaffold import init_project, resolve_backends, resolve_target
+    from kernelnix.emit.scaffold import init_project, resolve_backends, resolve_target
 
     names, directory = resolve_target(path, name, Path.cwd())
     done = init_project(directory, names, resolve_backends(backends), license_, overwrite)
@@ -101,7 +101,7 @@ def hash_command(directory: Path) -> None:
       kernelnix hash examples/relu
       kernelnix hash build/torch213-cxx11-cpu-x86_64-linux
     """
-    from kernelnix.digest import hash_variants
+    from kernelnix.publish.digest import hash_variants
 
     for variant, digest in hash_variants(directory):
         click.echo(f"hashed {display_path(variant)}: {len(digest.files)} files")
@@ -119,7 +119,7 @@ def fill_card_command(directory: Path, output: Path | None) -> None:
       kernelnix fill-card examples/relu build/CARD.md
       kernelnix fill-card examples/relu | less
     """
-    from kernelnix.card import render_card
+    from kernelnix.emit.card import render_card
 
     loaded = load_config(directory)
     print_warnings(loaded.warnings)
@@ -166,7 +166,7 @@ def upload_options(func: F) -> F:
 
 def _upload(directory: Path, dry_run: bool, no_import: bool, **options: Any) -> None:
     from kernelnix.checks import CheckOptions
-    from kernelnix.hub import UploadOptions, upload
+    from kernelnix.publish.hub import UploadOptions, upload
 
     settings = UploadOptions(**options, checks=CheckOptions(import_check=not no_import))
     result = upload(directory, settings, dry_run=dry_run)
@@ -228,7 +228,7 @@ def build_and_upload_command(
       kernelnix build-and-upload --dry-run examples/relu
       kernelnix build-and-upload -L --cores 8 --repo-id my-org/relu .
     """
-    from kernelnix.nixrun import NixOptions, build_and_copy
+    from kernelnix.compile.nix import NixOptions, build_and_copy
 
     build_and_copy(directory, NixOptions(print_build_logs, max_jobs, cores))
     _upload(directory, dry_run, no_import, **options)

@@ -8,13 +8,14 @@ from typing import Any
 
 import click
 
-from kernelnix.build import BuildError, build_variant
-from kernelnix.build.develop import create_pyproject
-from kernelnix.build.local import build_planned, plan_here
-from kernelnix.build.variant import TOOLCHAINS
 from kernelnix.cli import DIR_ARGUMENT, exits_on, main, print_warnings, reports_user_errors
-from kernelnix.diagnostics import UserError
-from kernelnix.plan import SCHEMA_VERSION, current_system
+from kernelnix.compile import BuildError, build_variant
+from kernelnix.compile.develop import create_pyproject
+from kernelnix.compile.local import build_planned, plan_here
+from kernelnix.compile.variant import TOOLCHAINS
+from kernelnix.core.diagnostics import UserError
+from kernelnix.host.system import current_system
+from kernelnix.plan.build import SCHEMA_VERSION
 
 JOBS_OPTION = click.option(
     "-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs (default: Ninja's)."
@@ -67,7 +68,7 @@ def build_command(
       kernelnix build examples/relu
     """
     if not local:
-        from kernelnix.nixrun import NixOptions, build_with_nix
+        from kernelnix.compile.nix import NixOptions, build_with_nix
 
         build_with_nix(directory, variant, unique_id, NixOptions(cores=jobs))
         return

@@ -9,7 +9,7 @@ import click
 
 from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
 from kernelnix.config import load_config
-from kernelnix.config.update import apply_update, plan_update
+from kernelnix.config.rewrite import apply_update, plan_update
 
 
 @main.command("check-config")

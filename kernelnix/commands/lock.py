@@ -1,4 +1,4 @@
-"""`kernelnix lock-wheels`: fill kernelnix/data/wheel-lock.json (kernelnix.wheels)."""
+"""`kernelnix lock-wheels`: fill kernelnix/data/wheel-lock.json (kernelnix.variants.wheels)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kernelnix.cli import main
-from kernelnix.wheels import LOCK_FILE, PYPI_SIMPLE, lock
+from kernelnix.variants.wheels import LOCK_FILE, PYPI_SIMPLE, lock
 
 
 @main.command("lock-wheels")

@@ -1,7 +1,7 @@
 """Commands over the kernel's Nix flake: generate, build-and-copy.
 
 `kernelnix build` (without --local) and `list-variants --nix` reach Nix through
-kernelnix.nixrun as well.
+kernelnix.compile.nix as well.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 import click
 
 from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
+from kernelnix.compile.nix import NixOptions, build_and_copy
 from kernelnix.config import load_config
-from kernelnix.generate import TOOLCHAINS, generate
-from kernelnix.nixrun import NixOptions, build_and_copy
+from kernelnix.emit.flake import TOOLCHAINS, generate
 
 
 def nix_options(func: Any) -> Any:

@@ -10,10 +10,11 @@ import click
 
 from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
 from kernelnix.config import load_config
-from kernelnix.diagnostics import UserError
-from kernelnix.fileio import write_atomic
-from kernelnix.matrix import load_matrix
-from kernelnix.plan import PLAN_FILE, PlanOptions, build_plan, current_system, plan_json
+from kernelnix.core.diagnostics import UserError
+from kernelnix.core.fileio import write_atomic
+from kernelnix.host.system import current_system
+from kernelnix.plan.build import PLAN_FILE, PlanOptions, build_plan, plan_json
+from kernelnix.variants.matrix import load_matrix
 
 
 @main.command("list-variants")
@@ -51,7 +52,7 @@ def list_variants(
         )
     systems = _systems_option(system, all_systems)
     if nix:
-        from kernelnix.nixrun import flake_variants
+        from kernelnix.compile.nix import flake_variants
 
         found = flake_variants(directory, systems)
         if as_json:

@@ -35,7 +35,7 @@ from kernelnix.config.model import (
 from kernelnix.config.paths import ProjectFiles, declared_paths
 from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError
 from kernelnix.config.upgrade import upgrade_document
-from kernelnix.diagnostics import Diagnostic, UserError, display_path
+from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.schema import Issue, Model, SchemaError, model_at, toml_type_name
 
 BUILD_TOML = "build.toml"

@@ -21,8 +21,8 @@ from kernelnix.config.types import (
     StableAbi,
     VersionStr,
 )
+from kernelnix.core.version import Version
 from kernelnix.schema import Model, Tagged, field
-from kernelnix.version import Version
 
 
 class Table(Model):

@@ -10,8 +10,8 @@ import re
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
+from kernelnix.core.version import Version
 from kernelnix.schema import Before, Ge, Serializer, toml_type_name
-from kernelnix.version import Version
 
 Backend = Literal["cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu"]
 BACKENDS: tuple[str, ...] = get_args(Backend)

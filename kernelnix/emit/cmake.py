@@ -19,14 +19,14 @@ from typing import Any
 
 from kernelnix import __version__
 from kernelnix.config.types import parse_capability
-from kernelnix.diagnostics import Diagnostic, UserError
+from kernelnix.core.diagnostics import Diagnostic, UserError
+from kernelnix.core.version import Version
 from kernelnix.emit.escape import cmake_problem
 from kernelnix.emit.render import render
-from kernelnix.ids import check_unique_id
-from kernelnix.matrix import load_matrix
-from kernelnix.version import Version
+from kernelnix.plan.ids import check_unique_id
+from kernelnix.variants.matrix import load_matrix
 
-PROBE_SCRIPT = Path(__file__).resolve().parents[1] / "build" / "torch_probe.py"
+PROBE_SCRIPT = Path(__file__).resolve().parents[1] / "host" / "torch_probe.py"
 
 CXX_SUFFIXES = frozenset({".cpp", ".cc", ".cxx", ".c++", ".C"})
 _STUB_FLAG = "-static-global-template-stub"
@@ -227,7 +227,7 @@ def cmake_project(plan: dict[str, Any], system: str, name: str) -> dict[str, str
     if variant["kind"] not in ("arch", "stable-abi"):
         raise UserError.single(
             f"variant {name} is {variant['kind']}: it has no CMake project",
-            fix="noarch variants are copied, not compiled (kernelnix.build)",
+            fix="noarch variants are copied, not compiled (kernelnix.compile)",
         )
     check_cmake_values(plan, variant)
     components = _components(plan, variant)

@@ -91,3 +91,14 @@ def toml_string(value: object) -> str:
 def python_string(value: object) -> str:
     """`value` as a Python string literal."""
     return repr(str(value))
+
+
+def nix_string(value: str) -> str:
+    """`value` as a Nix string literal that evaluates to exactly `value`.
+
+    Inside "..." Nix treats `\\` as an escape and `${` as interpolation, so
+    every backslash, quote and dollar is escaped, and control characters are
+    written as escapes: no value can end the string or run Nix code.
+    """
+    escapes = {"\\": "\\\\", '"': '\\"', "$": "\\$", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    return '"' + "".join(escapes.get(c, c) for c in value) + '"'

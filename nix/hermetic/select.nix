@@ -1,6 +1,6 @@
 # What each build set of the matrix takes: pure data from matrix.json (its
 # `hermetic` part) and the wheel lock (kernelnix/data/wheel-lock.json), no
-# nixpkgs. kernelnix.wheels (Python) reads the same data; tests/test_hermetic.py
+# nixpkgs. kernelnix.variants.wheels (Python) reads the same data; tests/test_hermetic.py
 # checks that both name the same wheels.
 {
   util,
@@ -112,7 +112,7 @@ rec {
       null;
 
   # Every Torch wheel the hermetic toolchain may fetch: what the lock file
-  # must hold (kernelnix.wheels.needed_wheels computes the same list).
+  # must hold (kernelnix.variants.wheels.needed_wheels computes the same list).
   wheelKeys = util.unique (
     builtins.concatMap (
       system:

@@ -3,7 +3,7 @@
 # machine can build, and marks them non-redistributable (`--toolchain host`).
 #
 # What this machine can build comes from kernelnix-host.json next to flake.nix,
-# written by `kernelnix generate` (kernelnix.nixhost). Without it, the
+# written by `kernelnix generate` (kernelnix.host.record). Without it, the
 # toolchain assumes the CPU variants of the newest Torch in the plan and finds
 # python3 at build time (host/env.sh); a wrong guess fails the build with a
 # message that says to run `kernelnix generate`.

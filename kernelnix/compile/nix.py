@@ -1,0 +1,173 @@
+"""Running Nix on a kernel project: the Nix side of `kernelnix build`,
+`build-and-copy` and `list-variants --nix`.
+
+Each call first refreshes the generated files (kernelnix.emit.flake), checks that
+git will show them to Nix (flakes see only tracked files), prints the command
+(`+ nix build ...`) and runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from kernelnix.config import load_config
+from kernelnix.core.diagnostics import UserError
+from kernelnix.core.process import run_shown
+from kernelnix.emit.flake import generate
+from kernelnix.host.record import HOST_FILE
+from kernelnix.host.system import current_system
+
+# Harmless where nix.conf already enables them; needed where it does not.
+NIX_FEATURES = ("--extra-experimental-features", "nix-command flakes")
+
+
+@dataclass(frozen=True)
+class NixOptions:
+    """Options passed through to `nix build` / `nix run`."""
+
+    print_build_logs: bool = False
+    max_jobs: int | None = None
+    cores: int | None = None
+
+    def args(self) -> list[str]:
+        args = ["--print-build-logs"] if self.print_build_logs else []
+        if self.max_jobs is not None:
+            args += ["--max-jobs", str(self.max_jobs)]
+        if self.cores is not None:
+            args += ["--cores", str(self.cores)]
+        return args
+
+
+def nix_executable() -> str:
+    nix = shutil.which("nix")
+    if nix is None:
+        raise UserError.single(
+            "nix is not installed (no `nix` on PATH)",
+            fix="install Nix, or build without it: kernelnix build --local",
+        )
+    return nix
+
+
+def nix_command(*args: str) -> list[str]:
+    return [nix_executable(), *NIX_FEATURES, *args]
+
+
+def run(command: Sequence[str], cwd: Path | None = None, capture: bool = False) -> str:
+    """Print `+ nix ...`, run it; a failure exits with Nix's status (its message is on stderr)."""
+    done = run_shown(command, cwd=cwd, stdout=subprocess.PIPE if capture else None)
+    if done.returncode != 0:
+        sys.exit(done.returncode)
+    return done.stdout or ""
+
+
+def _untracked(root: Path, names: list[str]) -> list[str]:
+    """The files among `names` that git does not track, when `root` is in a git work tree."""
+    inside = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if inside.returncode != 0:
+        return []
+    listed = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "--", *names],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return [name for name in names if name not in listed]
+
+
+def _require_tracked(root: Path, names: list[str]) -> None:
+    missing = _untracked(root, names)
+    if missing:
+        raise UserError.single(
+            f"git does not track {', '.join(missing)}, so Nix cannot see "
+            f"{'it' if len(missing) == 1 else 'them'} (flakes read only tracked files)",
+            file=str(root),
+            fix=f"git -C {shlex.quote(str(root))} add {' '.join(missing)}",
+        )
+
+
+def prepare(directory: Path) -> Path:
+    """Refresh the generated files; return the kernel directory Nix builds.
+
+    Nothing is written for a kernel git does not track, nor without Nix.
+    """
+    nix_executable()
+    loaded = load_config(directory)
+    root = loaded.path.parent.resolve()
+    _require_tracked(root, [loaded.path.name])
+    generated = generate(loaded)
+    for note in generated.notes:
+        click.echo(f"note: {note}", err=True)
+    _require_tracked(root, [w.path.name for w in generated.written])
+    return root
+
+
+def variants(root: Path) -> dict[str, list[str]]:
+    """`nix eval --json <root>#variants`: system -> the variant names the flake builds."""
+    output = run(nix_command("eval", "--json", f"{root}#variants"), capture=True)
+    result: dict[str, list[str]] = json.loads(output)
+    return result
+
+
+def flake_variants(directory: Path, systems: Sequence[str] | None) -> dict[str, list[str]]:
+    """The flake's variants of `systems` (None: every system)."""
+    found = variants(prepare(directory))
+    return {s: names for s, names in found.items() if systems is None or s in systems}
+
+
+def _host_reason(root: Path, variant: str) -> str:
+    """Why the host record says `variant` cannot be built here, as ": reason", or ""."""
+    record = root / HOST_FILE
+    if not record.is_file():
+        return ""
+    reason = json.loads(record.read_text()).get("not-buildable", {}).get(variant)
+    return f": {reason}" if reason else ""
+
+
+def build_with_nix(
+    directory: Path, variant: str | None, unique_id: str | None, options: NixOptions
+) -> None:
+    """`kernelnix build` without --local: `nix build` the bundle, or one variant
+    (checked against the flake's variants), into DIRECTORY/result."""
+    if unique_id is not None:
+        raise UserError.single(
+            "--unique-id applies to --local builds; Nix builds use the commit (self.shortRev)",
+            key="--unique-id",
+            fix="drop --unique-id, or add --local",
+        )
+    root = prepare(directory)
+    if variant is not None:
+        system = current_system()
+        offered = variants(root).get(system, [])
+        if variant not in offered:
+            raise UserError.single(
+                f"the flake does not build variant {variant!r} on {system}"
+                + _host_reason(root, variant),
+                fix="pick one of: " + (", ".join(offered) or "(none on this machine)"),
+            )
+    result = root / "result"
+    run(
+        nix_command(
+            "build", f"{root}#{variant or 'bundle'}", "--out-link", str(result), *options.args()
+        )
+    )
+    click.echo(f"{result} -> {result.resolve()}")
+
+
+def build_and_copy(directory: Path, options: NixOptions) -> None:
+    """`nix run <root>#build-and-copy` in the kernel directory: the bundle into ./build."""
+    root = prepare(directory)
+    run(nix_command("run", f"{root}#build-and-copy", *options.args()), cwd=root)

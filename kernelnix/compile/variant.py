@@ -1,0 +1,253 @@
+"""The build step of one variant: the same code inside a Nix derivation and for
+`kernelnix build --local`.
+
+Compiled variants: render the CMake project into a work directory (never the
+kernel's sources), configure with Ninja, compile, install into a staging
+directory, check that the library holds exactly the planned GPU archs.
+Noarch variants: copy the Python package, generate `_ops.py`. Then write the
+metadata with provenance, run the post-build checks and only then move the
+variant directory into place: a failed build leaves nothing behind, a killed
+one at most a temporary directory that the next build removes (kernelnix.core.fileio).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from kernelnix.checks import DEFAULT_POLICY, CheckOptions, render_reports, run_checks
+from kernelnix.compile.gpu_archs import ArchsUnknown, compiled_archs
+from kernelnix.core.diagnostics import UserError
+from kernelnix.core.fileio import replacing_dir
+from kernelnix.core.process import run_shown
+from kernelnix.emit.cmake import cmake_project, noarch_ops_py, variant_of, write_project
+from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
+from kernelnix.plan.ids import check_unique_id, ops_id
+from kernelnix.plan.metadata import BuildProvenance, Metadata
+
+TOOLCHAINS = ("host", "hermetic")
+
+
+class BuildError(Exception):
+    """A build that ran and failed (a compiler error, a failed check)."""
+
+
+def run_command(args: list[str]) -> None:
+    """Run a command, printing it first as `+ cmd`; BuildError when it fails."""
+    done = run_shown(args)
+    if done.returncode != 0:
+        raise BuildError(f"{Path(args[0]).name} exited with status {done.returncode}")
+
+
+def with_unique_id(plan: dict[str, Any], unique: str) -> dict[str, Any]:
+    """`plan` with another unique id: every ops id and metadata id recomputed."""
+    try:
+        unique = check_unique_id(unique.replace("-", "_"))
+    except ValueError as exc:
+        raise UserError.single(str(exc), key="--unique-id") from None
+    rebased = copy.deepcopy(plan)
+    rebased["unique-id"] = unique
+    for variants in rebased["variants"].values():
+        for variant in variants.values():
+            variant["ops-id"] = ops_id(plan["python-name"], variant["backend"], unique)
+            variant["metadata"]["id"] = variant["ops-id"]
+    return rebased
+
+
+_REVISION = re.compile(r"(?P<commit>[0-9a-f]{7,40})(?P<dirty>-dirty)?")
+
+
+def with_kernel_git(plan: dict[str, Any], revision: str) -> dict[str, Any]:
+    """`plan` with the kernel commit the build really has: `<commit>`,
+    `<commit>-dirty`, or "" when unknown (provenance then names none).
+
+    A plan records the commit of when it was written, and Nix rewrites it only
+    when build.toml changes; the flake passes `self.rev` here instead.
+    """
+    match = _REVISION.fullmatch(revision)
+    if revision and match is None:
+        raise UserError.single(
+            f"invalid kernel revision {revision!r}",
+            key="--kernel-git",
+            fix="pass a git commit (hex), optionally followed by -dirty, or an empty string",
+        )
+    kernel = {"commit": match["commit"], "dirty": bool(match["dirty"])} if match else None
+    rebased = copy.deepcopy(plan)
+    rebased["kernel-git"] = kernel
+    for variants in rebased["variants"].values():
+        for variant in variants.values():
+            provenance = variant["metadata"].get("provenance", {})
+            provenance.pop("kernel", None)
+            if kernel is not None:
+                provenance["kernel"] = dict(kernel)
+    return rebased
+
+
+def metadata_text(variant: dict[str, Any], toolchain: str, redistributable: bool) -> str:
+    """metadata.json of a variant: the plan's, plus kernelnix's provenance."""
+    if toolchain not in TOOLCHAINS:
+        raise UserError.single(
+            f"unknown toolchain {toolchain!r}",
+            key="--toolchain",
+            fix=f"use {' or '.join(TOOLCHAINS)}",
+        )
+    data = copy.deepcopy(variant["metadata"])
+    provenance = data.setdefault("provenance", {"kernel-builder": {"version": "unknown"}})
+    provenance["kernelnix"] = BuildProvenance(
+        toolchain=toolchain, redistributable=redistributable
+    ).to_data()
+    return Metadata.validate(data).to_json_text()
+
+
+def _cmake_definitions(variant: dict[str, Any], source_dir: Path, jobs: int | None) -> list[str]:
+    definitions = [
+        f"-DKERNEL_SOURCE_DIR={source_dir.resolve()}",
+        f"-DPython_EXECUTABLE={sys.executable}",
+    ]
+    backend = variant["backend"]
+    if backend in ("cuda", "xpu"):
+        compiler = compiler_version(backend)
+        language = "CUDA" if backend == "cuda" else "CXX"
+        if compiler:
+            definitions.append(f"-DCMAKE_{language}_COMPILER={compiler[0]}")
+    if backend == "cuda":
+        most_archs = max((len(a or []) for a in variant["kernels"].values()), default=1)
+        definitions.append(f"-DNVCC_THREADS={max(1, min(most_archs, jobs or os.cpu_count() or 1))}")
+    return definitions
+
+
+def _check_archs(library: Path, variant: dict[str, Any]) -> None:
+    try:
+        found = compiled_archs(library, variant["backend"])
+    except ArchsUnknown as exc:
+        print(f"note: {library.name}: GPU archs not verified: {exc}", flush=True)
+        return
+    if found is not None and found != sorted(variant["archs"] or []):
+        raise BuildError(
+            f"{library.name} holds code for {', '.join(found) or 'no arch'}, but the plan "
+            f"asks for {', '.join(variant['archs'] or [])}"
+        )
+
+
+@contextmanager
+def _compiled(
+    plan: dict[str, Any],
+    system: str,
+    name: str,
+    source_dir: Path,
+    work_dir: Path | None,
+    metadata: str,
+    jobs: int | None,
+) -> Iterator[Path]:
+    """Configure and compile the variant's CMake project; yields its build tree."""
+    variant = variant_of(plan, system, name)
+    with _work_dir(work_dir) as work:
+        project, build = work / "project", work / "build"
+        write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
+        definitions = _cmake_definitions(variant, source_dir, jobs)
+        run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
+        run_command(["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])])
+        yield build
+
+
+def _install(build: Path, target: Path, variant: dict[str, Any]) -> None:
+    run_command(["cmake", "--install", str(build), "--prefix", str(target)])
+    _check_archs(target / f"{variant['ops-id']}.abi3.so", variant)
+
+
+def _stage_noarch(plan: dict[str, Any], source_dir: Path, target: Path, metadata: str) -> None:
+    package = plan["package-dir"] + "/"
+    for source in plan["sources"]:
+        relative = source.removeprefix(package)
+        if source.startswith(package) and relative != "_ops.py":
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source_dir / source, target / relative)
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "_ops.py").write_text(noarch_ops_py(plan["python-name"], plan["unique-id"]))
+    (target / "metadata.json").write_text(metadata)
+
+
+def run_post_build_checks(variant_dir: Path, redistributable: bool) -> None:
+    """The post-build hook: kernelnix.checks over the staged variant directory.
+
+    Redistributable builds meet the default policy; host builds, which only
+    need to load on this machine, the manylinux policy of its glibc.
+    """
+    policy = DEFAULT_POLICY if redistributable else host_check_policy() or DEFAULT_POLICY
+    options = CheckOptions(policy=policy, redistributable=redistributable, python=sys.executable)
+    report = run_checks(variant_dir, options)
+    print(render_reports([report]), flush=True)
+    if not report.ok:
+        raise BuildError(f"{variant_dir.name}: the post-build checks failed (see above)")
+
+
+def _remove_bytecode(variant_dir: Path) -> None:
+    for cache in sorted(variant_dir.rglob("__pycache__"), reverse=True):
+        shutil.rmtree(cache)
+
+
+@contextmanager
+def _work_dir(work_dir: Path | None) -> Iterator[Path]:
+    if work_dir is not None:
+        work_dir.mkdir(parents=True, exist_ok=True)
+        yield work_dir
+        return
+    with tempfile.TemporaryDirectory(prefix="kernelnix-build-") as temporary:
+        yield Path(temporary)
+
+
+def build_variant(
+    plan: dict[str, Any],
+    system: str,
+    variant_name: str,
+    source_dir: Path,
+    out_dir: Path,
+    *,
+    unique_id: str | None = None,
+    kernel_git: str | None = None,
+    toolchain: str = "host",
+    redistributable: bool = False,
+    jobs: int | None = None,
+    work_dir: Path | None = None,
+) -> Path:
+    """Build one variant of `plan` into `out_dir/<variant_name>/` and return that path.
+
+    `unique_id` replaces the plan's (new ops id and metadata id), `kernel_git`
+    its kernel commit (see with_kernel_git). `work_dir`
+    keeps the CMake project and build tree (incremental rebuilds); without it
+    they live in a temporary directory that is removed afterwards.
+    """
+    if unique_id is not None:
+        plan = with_unique_id(plan, unique_id)
+    if kernel_git is not None:
+        plan = with_kernel_git(plan, kernel_git)
+    variant = variant_of(plan, system, variant_name)
+    reason = why_not_buildable(variant)
+    if reason:
+        raise UserError.single(f"cannot build {variant_name} on this machine: {reason}")
+    metadata = metadata_text(variant, toolchain, redistributable)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    destination = out_dir / variant_name
+    # The variant directory is staged only after the compile: a build killed
+    # while compiling leaves nothing in out_dir.
+    compiled = (
+        nullcontext(None)
+        if variant["kind"] == "noarch"
+        else _compiled(plan, system, variant_name, source_dir, work_dir, metadata, jobs)
+    )
+    with compiled as build, replacing_dir(destination) as target:
+        if build is None:
+            _stage_noarch(plan, source_dir, target, metadata)
+        else:
+            _install(build, target, variant)
+        run_post_build_checks(target, redistributable)
+        _remove_bytecode(target)
+    return destination

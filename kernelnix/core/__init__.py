@@ -1,0 +1,1 @@
+"""Shared plumbing: diagnostics, atomic files, processes, progress, versions."""

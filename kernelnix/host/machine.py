@@ -1,0 +1,147 @@
+"""What this machine can build: its system, its Torch, its compilers.
+
+`why_not_buildable` answers for one variant of the plan with a sentence a
+user can act on, or None when the variant can be built here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kernelnix.checks import policy_names
+from kernelnix.core.version import Version
+from kernelnix.host.system import current_system
+from kernelnix.host.torch_probe import probe
+
+# The compiler each GPU backend needs, and how to read its version.
+COMPILERS = {"cuda": "nvcc", "rocm": "hipcc", "xpu": "icpx"}
+_RELEASE = re.compile(r"release (\d+\.\d+)|HIP version: (\d+\.\d+)|(\d{4}\.\d+(?:\.\d+)?)")
+
+
+@dataclass(frozen=True)
+class HostTorch:
+    """The Torch of the build's Python interpreter (see kernelnix.host.torch_probe)."""
+
+    version: Version
+    cuda: str | None
+    hip: str | None
+    xpu: str | None
+
+    @classmethod
+    def from_probe(cls, found: dict[str, Any]) -> HostTorch:
+        return cls(
+            version=release(found["version"]),
+            cuda=found["cuda"],
+            hip=found["hip"],
+            xpu=found["xpu"],
+        )
+
+    def backend_version(self, backend: str) -> str | None:
+        return {"cuda": self.cuda, "rocm": self.hip, "xpu": self.xpu}.get(backend)
+
+
+def release(text: str) -> Version:
+    """The leading dotted numbers of a version string (`7.1.52802-26aae43` -> 7.1.52802)."""
+    match = re.match(r"\d+(\.\d+)*", text)
+    return Version.parse(match.group(0) if match else "0")
+
+
+@cache
+def host_torch() -> HostTorch | None:
+    found = probe()
+    return HostTorch.from_probe(found) if found else None
+
+
+@cache
+def compiler_version(backend: str) -> tuple[str, Version | None] | None:
+    """(path, version) of the backend's compiler on PATH, or None."""
+    path = shutil.which(COMPILERS[backend])
+    if path is None:
+        return None
+    done = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+    match = _RELEASE.search(done.stdout + done.stderr)
+    version = next((g for g in match.groups() if g), None) if match else None
+    return path, Version.parse(version) if version else None
+
+
+def host_check_policy() -> str | None:
+    """The check policy a non-redistributable build meets: this machine's own glibc.
+
+    `manylinux_2_<minor>` of the running glibc (the newest such policy the
+    checks know that is not newer); None on a system without glibc.
+    """
+    libc = os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else None
+    if not libc or not libc.startswith("glibc "):
+        return None
+    host = release(libc.removeprefix("glibc "))
+    known = [
+        (release(name.removeprefix("manylinux_").replace("_", ".")), name)
+        for name in policy_names()
+        if name.startswith("manylinux_")
+    ]
+    fitting = [(version, name) for version, name in known if version <= host]
+    return max(fitting)[1] if fitting else None
+
+
+def _same_minor(a: Version, b: Version) -> bool:
+    return (a.major, a.minor) == (b.major, b.minor)
+
+
+def _torch_reason(variant: dict[str, Any], torch: HostTorch) -> str | None:
+    wanted = Version.parse(variant["torch"])
+    if variant["kind"] == "stable-abi":
+        abi = Version.parse(variant["stable-abi"])
+        if torch.version < abi:
+            return f"needs Torch {abi.major_minor()} or newer; Torch {torch.version} is installed"
+    elif not _same_minor(torch.version, wanted):
+        return f"needs Torch {wanted.major_minor()}; Torch {torch.version} is installed"
+    return None
+
+
+def _backend_reason(variant: dict[str, Any], torch: HostTorch) -> str | None:
+    backend = variant["backend"]
+    if backend == "cpu":
+        return None
+    if backend == "metal":
+        return None if current_system().endswith("darwin") else "Metal builds need macOS"
+    if backend not in COMPILERS:
+        return f"kernelnix cannot compile {backend} kernels"
+    wanted = Version.parse(variant["backend-version"])
+    have = torch.backend_version(backend)
+    if have is None:
+        return f"needs a Torch built for {backend}; the installed Torch {torch.version} is not"
+    if backend != "xpu" and not _same_minor(release(have), wanted):
+        return (
+            f"needs a Torch built for {backend} {wanted.major_minor()}; "
+            f"the installed one is built for {backend} {have}"
+        )
+    compiler = compiler_version(backend)
+    if compiler is None:
+        return f"needs {COMPILERS[backend]} ({backend} {wanted.major_minor()}) on PATH"
+    path, version = compiler
+    if backend != "xpu" and (version is None or not _same_minor(version, wanted)):
+        return (
+            f"needs {backend} {wanted.major_minor()}; {path} is {version or 'of unknown version'}"
+        )
+    return None
+
+
+def why_not_buildable(variant: dict[str, Any]) -> str | None:
+    """Why `variant` (a plan entry) cannot be built on this machine, or None."""
+    if variant["system"] != current_system():
+        return f"it is for {variant['system']}; this machine is {current_system()}"
+    if variant["kind"] == "noarch":
+        return None
+    if variant["kind"] == "tvm-ffi":
+        return "kernelnix does not build tvm-ffi kernels yet"
+    torch = host_torch()
+    if torch is None:
+        return f"{sys.executable} has no Torch"
+    return _torch_reason(variant, torch) or _backend_reason(variant, torch)

@@ -1,0 +1,231 @@
+"""The build plan: everything every variant build needs, resolved, as JSON.
+
+Pure data, deterministic (same inputs, same bytes), versioned by
+`schema-version`. Documented in docs/plan.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelnix import __version__
+from kernelnix.config.load import LoadedConfig, format_key_path
+from kernelnix.config.model import BuildConfig, CudaKernel, KernelBase
+from kernelnix.config.paths import declared_paths
+from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
+from kernelnix.plan.ids import GitState, content_unique_id, git_state, ops_id, unique_id_for
+from kernelnix.plan.metadata import (
+    BUILDER_VERSION,
+    BuilderVersion,
+    KernelGit,
+    Provenance,
+    UnknownPythonDependency,
+    metadata_for_backend,
+    noarch_archs,
+)
+from kernelnix.variants.archs import EmptyArchsError, kernel_archs, metadata_archs
+from kernelnix.variants.enumerate import Variant, best_variant, variants_for_system
+from kernelnix.variants.matrix import Matrix, load_matrix
+
+SCHEMA_VERSION = 1
+PLAN_FILE = "kernelnix-plan.json"
+DEFAULT_PYEXT = ["py", "pyi"]
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    systems: tuple[str, ...] | None = None  # None: every system of the matrix
+    unique_id: str | None = None  # None: from git, else a hash of the build's files
+
+
+def package_dir(config: BuildConfig) -> str:
+    root = "tvm-ffi-ext" if config.framework == "tvm-ffi" else "torch-ext"
+    return f"{root}/{config.general.python_name}"
+
+
+def framework_section(config: BuildConfig) -> Any:
+    return getattr(config, config.framework.replace("-", "_"))
+
+
+def pyext(config: BuildConfig) -> list[str]:
+    return list(framework_section(config).pyext or DEFAULT_PYEXT)
+
+
+def _kernel_json(kernel: KernelBase) -> dict[str, Any]:
+    data = kernel.to_data(exclude_none=True)
+    data.pop("cuda-capabilities", None)
+    data.pop("rocm-archs", None)
+    return data
+
+
+def _framework_json(config: BuildConfig) -> dict[str, Any]:
+    section = framework_section(config)
+    return {
+        "src": list(getattr(section, "src", [])),
+        "include": list(getattr(section, "include", [])),
+        "cxx-flags": list(getattr(section, "cxx_flags", [])),
+    }
+
+
+def missing_sources(loaded: LoadedConfig) -> list[Diagnostic]:
+    """Declared source files that do not exist: the build could not read them."""
+    return [
+        Diagnostic(
+            f"source file {value!r} does not exist",
+            file=display_path(loaded.path),
+            key=format_key_path(key),
+            fix="create it or fix the path (relative to build.toml's directory)",
+        )
+        for key, value, must_exist in declared_paths(loaded.config)
+        if must_exist and not loaded.files.is_file(value)
+    ]
+
+
+def source_files(directory: Path, config: BuildConfig) -> list[str]:
+    """Files a build reads, relative to the kernel directory, sorted."""
+    files = {"build.toml"}
+    files.update(value for _, value, must_exist in declared_paths(config) if must_exist)
+    extensions = tuple(f".{e}" for e in pyext(config))
+    package = directory / package_dir(config)
+    for root, dirs, names in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        rel_root = Path(root).relative_to(directory).as_posix()
+        files.update(f"{rel_root}/{n}" for n in names if n.endswith(extensions))
+    return sorted(files)
+
+
+def _kernels_of_variant(
+    config: BuildConfig,
+    variant: Variant,
+    matrix: Matrix,
+) -> dict[str, list[str] | None]:
+    """Kernel name -> archs, for the kernels this variant compiles."""
+    if variant.kind == "noarch":
+        return {}
+    version = variant.build_set.version
+    selected: dict[str, list[str] | None] = {}
+    for name, kernel in config.kernels_for(variant.backend).items():
+        if (
+            isinstance(kernel, CudaKernel)
+            and kernel.cuda_minver
+            and version is not None
+            and version < kernel.cuda_minver
+        ):
+            continue
+        selected[name] = kernel_archs(kernel, version, matrix, name)
+    return selected
+
+
+def _provenance(git: GitState | None) -> Provenance:
+    kernel = KernelGit(commit=git.commit, dirty=git.dirty) if git else None
+    return Provenance(kernel_builder=BuilderVersion(version=BUILDER_VERSION), kernel=kernel)
+
+
+def _variant_json(
+    config: BuildConfig, variant: Variant, matrix: Matrix, unique: str, provenance: Provenance
+) -> dict[str, Any]:
+    build_set = variant.build_set
+    kernels = _kernels_of_variant(config, variant, matrix)
+    if variant.kind == "noarch":
+        archs = noarch_archs(config, variant.backend)
+    else:
+        compiled = [a for archs in kernels.values() for a in (archs or [])]
+        archs = metadata_archs(compiled) if compiled else None
+    kernel_id = ops_id(config.general.python_name, variant.backend, unique)
+    metadata = metadata_for_backend(config, variant.backend, kernel_id, archs, provenance)
+    macos = matrix.macos_target(variant.backend) if variant.system.endswith("darwin") else None
+    return {
+        "kind": variant.kind,
+        "system": variant.system,
+        "backend": variant.backend,
+        "backend-version": str(build_set.version) if build_set.version else None,
+        "torch": build_set.torch.major_minor(),
+        "stable-abi": variant.stable_abi.major_minor() if variant.stable_abi else None,
+        "tvm-ffi": str(build_set.tvm_ffi) if variant.kind == "tvm-ffi" else None,
+        "bundle": variant.bundle,
+        "ops-id": kernel_id,
+        "kernels": kernels,
+        "archs": archs,
+        "macos-deployment-target": str(macos) if macos else None,
+        "metadata": json.loads(metadata.to_json_text()),
+    }
+
+
+def _best_first(variants: list[Variant], matrix: Matrix) -> list[Variant]:
+    """The variants in the order `ci-test` prefers them: best_variant, repeatedly."""
+    rest = list(variants)
+    ranked: list[Variant] = []
+    while (best := best_variant(rest, matrix)) is not None:
+        ranked.append(best)
+        rest.remove(best)
+    return ranked
+
+
+def build_plan(
+    loaded: LoadedConfig, options: PlanOptions | None = None, matrix: Matrix | None = None
+) -> dict[str, Any]:
+    """The plan of a loaded config; raises UserError for configs that cannot be built."""
+    options = options or PlanOptions()
+    matrix = matrix or load_matrix()
+    config = loaded.config
+    directory = loaded.path.parent
+    git = git_state(directory) if options.unique_id is None else None
+    sources = source_files(directory, config)
+    unique = unique_id_for(options.unique_id, git, lambda: content_unique_id(directory, sources))
+    provenance = _provenance(git)
+    systems: dict[str, Any] = {}
+    variants: dict[str, Any] = {}
+    notes: list[str] = []
+    errors: list[Diagnostic] = []
+    for system in options.systems or matrix.systems:
+        found = variants_for_system(config, system, matrix)
+        notes += [n for n in found.notes if n not in notes]
+        ranked = _best_first(found.variants, matrix)
+        systems[system] = {
+            "variants": found.names(),
+            "bundle": [v.name for v in found.variants if v.bundle],
+            "ci-variant": ranked[0].name if ranked else None,
+            "ci-order": [v.name for v in ranked],
+            "collisions": [c.describe() for c in found.collisions],
+        }
+        variants[system] = {}
+        for variant in found.variants:
+            try:
+                variants[system][variant.name] = _variant_json(
+                    config, variant, matrix, unique, provenance
+                )
+            except (EmptyArchsError, UnknownPythonDependency) as exc:
+                errors.append(Diagnostic(str(exc), file=display_path(loaded.path)))
+    errors += missing_sources(loaded)
+    if errors:
+        raise UserError(list(dict.fromkeys(errors)))
+    return {
+        "schema-version": SCHEMA_VERSION,
+        "generator": f"kernelnix {__version__}",
+        "build-toml-sha256": hashlib.sha256(loaded.path.read_bytes()).hexdigest(),
+        "name": config.general.name,
+        "python-name": config.general.python_name,
+        "version": config.general.version,
+        "framework": config.framework,
+        "package-dir": package_dir(config),
+        "pyext": pyext(config),
+        "unique-id": unique,
+        "kernel-git": {"commit": git.commit, "dirty": git.dirty} if git else None,
+        "framework-sources": _framework_json(config),
+        "kernels": {name: _kernel_json(k) for name, k in sorted(config.kernel.items())},
+        "sources": sources,
+        "systems": systems,
+        "variants": variants,
+        "notes": notes,
+        "config": config.to_json(),
+    }
+
+
+def plan_json(plan: dict[str, Any]) -> str:
+    """Canonical text of a plan: sorted keys, 2-space indent, trailing newline."""
+    return json.dumps(plan, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,1 @@
+"""Publishing: variant digests, cards on the Hub, uploads."""

@@ -1,0 +1,167 @@
+"""Variant digests: the hash of every file a variant ships, kept in its metadata.json.
+
+The files and the encoding are the ones the `kernels` loader checks
+(`kernels._rust.Digest.hash_variant` / `validate`): every regular file under
+the variant directory except the top-level `metadata.json` and
+`metadata.json.sigstore`, anything under a `__pycache__` directory and
+`*.pyc` files; keys are `/`-separated relative paths, values the padded
+standard base64 of the raw digest. A symbolic link to a file is hashed as
+that file; links to directories are not followed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from kernelnix.checks import discover_variants
+from kernelnix.config.load import format_key_path
+from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
+from kernelnix.core.fileio import write_atomic
+from kernelnix.plan.metadata import Digest, Metadata
+from kernelnix.schema import SchemaError
+
+METADATA = "metadata.json"
+UNHASHED = frozenset({METADATA, "metadata.json.sigstore"})  # top level only
+BYTECODE_DIR = "__pycache__"
+Algorithm = Literal["sha256", "sha512"]
+_CHUNK = 1 << 20
+_METADATA_KEYS = frozenset(spec.key for spec in Metadata.schema_fields().values())
+
+
+@dataclass(frozen=True)
+class VariantMetadata:
+    """A variant's metadata.json: the JSON as written (order, unknown keys) and its model."""
+
+    path: Path
+    raw: dict[str, Any]
+    model: Metadata
+
+
+def read_metadata(variant_dir: Path) -> VariantMetadata:
+    """Read and validate `variant_dir/metadata.json`; keys the loader ignores are kept."""
+    path = variant_dir / METADATA
+    where = display_path(path)
+    fix = "rebuild the variant so that the build writes its metadata.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError.single(
+            "missing: every variant needs a metadata.json", file=where, fix=fix
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError.single(f"unreadable: {exc}", file=where, fix=fix) from None
+    if not isinstance(raw, dict):
+        raise UserError.single(f"expected a JSON object, found {type(raw).__name__}", file=where)
+    try:
+        model = Metadata.validate({k: v for k, v in raw.items() if k in _METADATA_KEYS})
+    except SchemaError as exc:
+        raise UserError(
+            [
+                Diagnostic(issue.message, file=where, key=format_key_path(issue.loc), fix=fix)
+                for issue in exc.issues
+            ]
+        ) from None
+    return VariantMetadata(path, raw, model)
+
+
+def shipped_files(variant_dir: Path) -> list[str]:
+    """Every file of a variant except bytecode, sorted `/`-separated relative paths."""
+    files: list[str] = []
+    for root, dirs, names in os.walk(variant_dir):
+        dirs[:] = [d for d in dirs if d != BYTECODE_DIR]
+        base = Path(root).relative_to(variant_dir)
+        for name in names:
+            file = Path(root, name)
+            if name.endswith(".pyc"):
+                continue
+            if file.is_file():  # a link to a file counts, as upstream
+                files.append((base / name).as_posix())
+            elif not file.exists():
+                raise UserError.single(
+                    "broken symbolic link: the loader cannot hash this variant",
+                    file=display_path(file),
+                    fix="remove the link or make it point to a file inside the variant",
+                )
+    return sorted(files)
+
+
+def hashed_files(variant_dir: Path) -> list[str]:
+    """The files a digest covers: those shipped, less the metadata and its signature."""
+    return [f for f in shipped_files(variant_dir) if f not in UNHASHED]
+
+
+def file_digest(path: Path, algorithm: Algorithm) -> str:
+    """The padded standard base64 of the file's hash."""
+    digest = hashlib.new(algorithm)
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return base64.b64encode(digest.digest()).decode("ascii")
+
+
+def compute_digest(variant_dir: Path, algorithm: Algorithm = "sha256") -> Digest:
+    files = {rel: file_digest(variant_dir / rel, algorithm) for rel in hashed_files(variant_dir)}
+    return Digest(algorithm=algorithm, files=files)
+
+
+def digest_violations(expected: Digest, actual: Digest) -> list[str]:
+    """What differs between a recorded digest and the files, the loader's way."""
+    if expected.algorithm != actual.algorithm:
+        return [f"digest algorithm {expected.algorithm}, but compared with {actual.algorithm}"]
+    problems = []
+    for path, value in sorted(expected.files.items()):
+        if path not in actual.files:
+            problems.append(f"{path}: listed in the digest but missing")
+        elif actual.files[path] != value:
+            problems.append(f"{path}: hash differs from the digest")
+    problems += [
+        f"{path}: not listed in the digest" for path in sorted(actual.files.keys() - expected.files)
+    ]
+    return problems
+
+
+def stale_digest(variant_dir: Path, metadata: Metadata) -> list[str]:
+    """Violations of the variant's recorded digest; none when it records no digest."""
+    if metadata.digest is None:
+        return []
+    return digest_violations(
+        metadata.digest, compute_digest(variant_dir, metadata.digest.algorithm)
+    )
+
+
+def with_digest(raw: dict[str, Any], digest: Digest) -> dict[str, Any]:
+    """`raw` with `digest` set: in place if present, else before `provenance` (reference order)."""
+    value = digest.to_data()
+    if "digest" in raw or "provenance" not in raw:
+        return {**raw, "digest": value}
+    result: dict[str, Any] = {}
+    for key, item in raw.items():
+        if key == "provenance":
+            result["digest"] = value
+        result[key] = item
+    return result
+
+
+def write_digest(metadata: VariantMetadata, digest: Digest) -> None:
+    text = json.dumps(with_digest(metadata.raw, digest), indent=2) + "\n"
+    write_atomic(metadata.path, text)
+
+
+def hash_variants(path: Path) -> list[tuple[Path, Digest]]:
+    """Write the SHA-256 digest into every variant's metadata.json under `path`.
+
+    Every metadata.json is read and validated before the first one is written.
+    """
+    variants = [read_metadata(variant) for variant in discover_variants(path)]
+    written = []
+    for metadata in variants:
+        digest = compute_digest(metadata.path.parent)
+        write_digest(metadata, digest)
+        written.append((metadata.path.parent, digest))
+    return written

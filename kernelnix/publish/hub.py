@@ -1,0 +1,494 @@
+"""`kernelnix upload`: publish a kernel's build variants to the Hugging Face Hub.
+
+As the reference does it:
+
+- repository: `--repo-id`, else `general.hub.repo-id`; type `kernel` unless told;
+- branch: `--branch`, else `general.hub.branch`, else `v<version>` of the variants;
+- on that branch: `build/<variant>/...` for every variant and
+  `benchmarks/benchmark*.py`; stale files under `build/` are deleted (all of
+  them on a new branch, else only inside the uploaded variants), and so are
+  stale benchmarks;
+- on `main`: the card as README.md (`result/CARD.md` or `build/CARD.md` when the
+  build wrote one, else rendered from the project's CARD.md template);
+- at most 1000 operations per commit.
+
+A variant that fails the post-build checks, whose metadata.json does not
+validate, whose recorded digest is stale, or that a host-toolchain build
+marked not redistributable is refused before anything is sent. Variants built
+from a dirty git tree are published with a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelnix.checks import CheckOptions, discover_variants, run_checks
+from kernelnix.config import LoadedConfig, load_config
+from kernelnix.config.load import BUILD_TOML
+from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
+from kernelnix.emit.card import render_card
+from kernelnix.publish.digest import VariantMetadata, read_metadata, shipped_files, stale_digest
+
+MAIN = "main"
+BATCH_SIZE = 1000
+REPO_TYPES = ("kernel", "model")
+COMMIT_MESSAGE = "Uploaded using `kernelnix`."
+BUILD_PREFIX = "build/"
+BENCHMARKS = "benchmarks"
+BUILT_CARDS = ("result/CARD.md", "build/CARD.md")
+
+
+class HubError(Exception):
+    """The Hub could not be reached, or refused a request."""
+
+
+@dataclass(frozen=True)
+class Add:
+    path_in_repo: str
+    source: Path | bytes
+
+    def describe(self) -> str:
+        origin = "rendered card" if isinstance(self.source, bytes) else display_path(self.source)
+        return f"add    {self.path_in_repo}  ({origin})"
+
+
+@dataclass(frozen=True)
+class Delete:
+    path_in_repo: str
+
+    def describe(self) -> str:
+        return f"delete {self.path_in_repo}"
+
+
+Operation = Add | Delete
+
+
+@dataclass(frozen=True)
+class UploadOptions:
+    repo_id: str | None = None
+    branch: str | None = None
+    private: bool = False
+    create_pr: bool = False
+    repo_type: str = "kernel"
+    checks: CheckOptions = field(default_factory=CheckOptions)
+
+
+@dataclass
+class Release:
+    """What the local files ask to publish, before looking at the Hub."""
+
+    repo_id: str
+    branch: str
+    variants: list[Path]
+    card: Add | None
+    benchmarks: list[Add]
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RemoteState:
+    """The target branch on the Hub: whether it exists, and its files (main's when new)."""
+
+    branch_exists: bool
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Commit:
+    branch: str
+    message: str
+    operations: tuple[Operation, ...]
+
+
+@dataclass
+class UploadResult:
+    release: Release
+    remote: RemoteState
+    commits: list[Commit]
+    url: str
+
+
+# ------------------------------------------------------------- local side
+
+
+def _check_failures(variant: Path, options: CheckOptions) -> list[Diagnostic]:
+    report = run_checks(variant, options)
+    return [
+        Diagnostic(f"{v.rule}: {v.describe()}", file=display_path(variant / v.file), fix=v.fix)
+        for v in report.errors
+    ]
+
+
+def _stale_digest(metadata: VariantMetadata) -> list[Diagnostic]:
+    return [
+        Diagnostic(
+            f"digest: {problem}",
+            file=display_path(metadata.path),
+            fix="rehash after the last change (kernelnix hash), or rebuild the variant",
+        )
+        for problem in stale_digest(metadata.path.parent, metadata.model)
+    ]
+
+
+def _loader_objection(metadata: VariantMetadata) -> list[Diagnostic]:
+    """What the `kernels` loader's own parser says; nothing when it is not installed."""
+    try:
+        from kernels._rust import Metadata as LoaderMetadata  # type: ignore[import-untyped]
+    except ImportError:
+        return []
+    try:
+        LoaderMetadata.read_from_file(metadata.path)
+    except ValueError as exc:
+        return [
+            Diagnostic(
+                f"the kernels loader cannot parse it: {exc}",
+                file=display_path(metadata.path),
+                fix="rebuild the variant so that the build writes its metadata.json",
+            )
+        ]
+    return []
+
+
+def _not_redistributable(metadata: VariantMetadata) -> list[Diagnostic]:
+    own = metadata.model.provenance.kernelnix if metadata.model.provenance else None
+    if own is None or own.redistributable:
+        return []
+    return [
+        Diagnostic(
+            f"built with the {own.toolchain} toolchain, which is not redistributable",
+            file=display_path(metadata.path),
+            key="provenance.kernelnix.redistributable",
+            fix="build with the hermetic toolchain (kernelnix generate --toolchain hermetic, "
+            "then kernelnix build-and-copy)",
+        )
+    ]
+
+
+def _refusals(variant: Path, metadata: VariantMetadata, options: CheckOptions) -> list[Diagnostic]:
+    """Why `variant` must not be published; [] when it may."""
+    return [
+        *_check_failures(variant, options),
+        *_stale_digest(metadata),
+        *_loader_objection(metadata),
+        *_not_redistributable(metadata),
+    ]
+
+
+def _dirty_warning(metadata: VariantMetadata) -> Diagnostic | None:
+    provenance = metadata.model.provenance
+    if provenance is None:
+        return None
+    if not ((provenance.kernel and provenance.kernel.dirty) or provenance.kernel_builder.dirty):
+        return None
+    return Diagnostic(
+        "built from a git tree with uncommitted changes (provenance: dirty)",
+        file=display_path(metadata.path),
+        fix="commit the changes and rebuild before publishing",
+        severity="warning",
+    )
+
+
+def checked_variants(
+    directory: Path, options: CheckOptions
+) -> tuple[list[VariantMetadata], list[Diagnostic]]:
+    """The variants under `directory` with their metadata, and the dirty-tree warnings.
+
+    UserError listing every refusal when a variant may not be published.
+    """
+    found: list[VariantMetadata] = []
+    problems: list[Diagnostic] = []
+    for variant in discover_variants(directory):
+        try:
+            metadata = read_metadata(variant)
+        except UserError as exc:
+            problems += exc.diagnostics
+            continue
+        problems += _refusals(variant, metadata, options)
+        found.append(metadata)
+    if problems:
+        raise UserError(problems)
+    warnings = [w for w in map(_dirty_warning, found) if w is not None]
+    return found, warnings
+
+
+def _load_project(directory: Path) -> LoadedConfig | None:
+    return load_config(directory) if (directory / BUILD_TOML).is_file() else None
+
+
+def resolve_repo_id(options: UploadOptions, loaded: LoadedConfig | None) -> str:
+    hub = loaded.config.general.hub if loaded else None
+    repo_id = options.repo_id or (hub.repo_id if hub else None)
+    if not repo_id:
+        raise UserError.single(
+            "No `general.hub.repo-id` in build.toml. Use --repo-id to specify it.",
+            file=display_path(loaded.path) if loaded else None,
+            key="general.hub.repo-id",
+            fix="pass --repo-id <owner>/<name>, or set `repo-id` in build.toml's `[general.hub]`",
+        )
+    return repo_id
+
+
+def resolve_branch(
+    options: UploadOptions, loaded: LoadedConfig | None, variants: list[VariantMetadata]
+) -> str:
+    hub = loaded.config.general.hub if loaded else None
+    branch = options.branch or (hub.branch if hub else None)
+    if branch:
+        return branch
+    versions = sorted({v.model.version for v in variants})
+    if len(versions) > 1:
+        raise UserError.single(
+            "Found multiple versions in build variants: " + ", ".join(map(str, versions)),
+            fix="rebuild every variant from the same build.toml, or pass --branch",
+        )
+    return f"v{versions[0]}"
+
+
+def _card(directory: Path, loaded: LoadedConfig | None, repo_id: str) -> Add | None:
+    for relative in BUILT_CARDS:
+        if (directory / relative).is_file():
+            return Add("README.md", directory / relative)
+    if loaded is None:
+        return None
+    return Add("README.md", render_card(loaded, repo_id).encode("utf-8"))
+
+
+def _benchmarks(directory: Path) -> list[Add]:
+    folder = directory / BENCHMARKS
+    if not folder.is_dir():
+        return []
+    return [
+        Add(f"{BENCHMARKS}/{path.name}", path)
+        for path in sorted(folder.glob("benchmark*.py"))
+        if path.is_file()
+    ]
+
+
+def prepare_release(directory: Path, options: UploadOptions) -> Release:
+    """Everything local: the checked variants, the repository, the branch, the card."""
+    if options.repo_type not in REPO_TYPES:
+        raise UserError.single(
+            f"unknown repository type {options.repo_type!r}",
+            key="--repo-type",
+            fix=f"use one of: {', '.join(REPO_TYPES)}",
+        )
+    _require_repo_type(options.repo_type)
+    loaded = _load_project(directory)
+    repo_id = resolve_repo_id(options, loaded)
+    variants, warnings = checked_variants(directory, options.checks)
+    card = _card(directory, loaded, repo_id)
+    if card is None:
+        warnings.append(
+            Diagnostic(
+                "no card to publish: README.md on main is left as it is",
+                file=display_path(directory),
+                fix="run upload from the kernel's directory (with build.toml)",
+                severity="warning",
+            )
+        )
+    return Release(
+        repo_id=repo_id,
+        branch=resolve_branch(options, loaded, variants),
+        variants=[v.path.parent for v in variants],
+        card=card,
+        benchmarks=_benchmarks(directory),
+        warnings=warnings,
+    )
+
+
+def _require_repo_type(repo_type: str) -> None:
+    from huggingface_hub import __version__, constants
+
+    if repo_type == "kernel" and getattr(constants, "REPO_TYPE_KERNEL", None) != "kernel":
+        raise UserError.single(
+            f"huggingface_hub {__version__} cannot create kernel repositories",
+            key="--repo-type",
+            fix="upgrade huggingface_hub, or pass --repo-type model",
+        )
+
+
+# ------------------------------------------------------------ the commits
+
+
+def _variant_adds(variant: Path) -> list[Add]:
+    prefix = f"{BUILD_PREFIX}{variant.name}/"
+    return [Add(prefix + relative, variant / relative) for relative in shipped_files(variant)]
+
+
+def _stale_builds(release: Release, remote: RemoteState, kept: set[str]) -> list[Delete]:
+    prefixes = (
+        (BUILD_PREFIX,)
+        if not remote.branch_exists
+        else tuple(f"{BUILD_PREFIX}{v.name}/" for v in release.variants)
+    )
+    return [Delete(path) for path in remote.files if path.startswith(prefixes) and path not in kept]
+
+
+def _stale_benchmarks(remote: RemoteState, kept: set[str]) -> list[Delete]:
+    """On a new branch every other file under benchmarks/; else benchmark*.py only."""
+    return [
+        Delete(path)
+        for path in remote.files
+        if path.startswith(f"{BENCHMARKS}/")
+        and path not in kept
+        and (not remote.branch_exists or path.rpartition("/")[2].startswith("benchmark"))
+    ]
+
+
+def branch_operations(release: Release, remote: RemoteState) -> list[Operation]:
+    """The version branch: stale files deleted, then the variants and benchmarks added."""
+    adds = [add for variant in release.variants for add in _variant_adds(variant)]
+    adds += release.benchmarks
+    kept = {add.path_in_repo for add in adds}
+    deletes = _stale_builds(release, remote, kept) + _stale_benchmarks(remote, kept)
+    return [*sorted(deletes, key=_path), *sorted(adds, key=_path)]
+
+
+def _path(operation: Operation) -> str:
+    return operation.path_in_repo
+
+
+def _batches(branch: str, operations: list[Operation]) -> list[Commit]:
+    chunks = [operations[i : i + BATCH_SIZE] for i in range(0, len(operations), BATCH_SIZE)]
+    return [
+        Commit(
+            branch,
+            COMMIT_MESSAGE
+            if len(chunks) == 1
+            else f"{COMMIT_MESSAGE[:-1]} (batch {number}/{len(chunks)}).",
+            tuple(chunk),
+        )
+        for number, chunk in enumerate(chunks, start=1)
+    ]
+
+
+def plan_commits(release: Release, remote: RemoteState) -> list[Commit]:
+    """The commits of an upload: the version branch first, then the card on main."""
+    per_branch: dict[str, list[Operation]] = {release.branch: branch_operations(release, remote)}
+    if release.card is not None:
+        per_branch.setdefault(MAIN, []).append(release.card)
+    return [commit for branch, ops in per_branch.items() for commit in _batches(branch, ops)]
+
+
+# ------------------------------------------------------------- the Hub side
+
+
+def _network_errors() -> tuple[type[Exception], ...]:
+    """OSError (huggingface_hub's HTTP errors, offline mode) and its HTTP client's errors."""
+    clients = (sys.modules.get(name) for name in ("httpx2", "httpx"))
+    return (OSError, *(client.HTTPError for client in clients if client is not None))
+
+
+@contextmanager
+def _hub_step(what: str) -> Iterator[None]:
+    try:
+        yield
+    except _network_errors() as exc:
+        raise HubError(f"{what}: {exc}") from exc
+
+
+def read_remote(api: Any, repo_id: str, repo_type: str, branch: str) -> RemoteState:
+    """The branch's state; a repository that does not exist yet has no files."""
+    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+    with _hub_step(f"cannot list the branches of {repo_id}"):
+        try:
+            refs = api.list_repo_refs(repo_id, repo_type=repo_type)
+        except RepositoryNotFoundError:
+            return RemoteState(branch_exists=False, files=())
+    exists = any(ref.name == branch for ref in refs.branches)
+    with _hub_step(f"cannot list the files of {repo_id}"):
+        try:
+            files = api.list_repo_files(
+                repo_id, revision=branch if exists else MAIN, repo_type=repo_type
+            )
+        except RevisionNotFoundError:
+            files = []
+    return RemoteState(branch_exists=exists, files=tuple(sorted(files)))
+
+
+def _hf_operation(operation: Operation) -> Any:
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    if isinstance(operation, Delete):
+        return CommitOperationDelete(path_in_repo=operation.path_in_repo)
+    source = operation.source
+    return CommitOperationAdd(
+        path_in_repo=operation.path_in_repo,
+        path_or_fileobj=source if isinstance(source, bytes) else str(source),
+    )
+
+
+def push(api: Any, repo_id: str, repo_type: str, commits: list[Commit], create_pr: bool) -> None:
+    """Send the commits; with `create_pr`, one pull request per branch collects its batches."""
+    pull_requests: dict[str, str] = {}
+    for commit in commits:
+        opens_pr = create_pr and commit.branch not in pull_requests
+        with _hub_step(f"cannot commit to branch `{commit.branch}` of {repo_id}"):
+            info = api.create_commit(
+                repo_id,
+                operations=[_hf_operation(op) for op in commit.operations],
+                commit_message=commit.message,
+                revision=pull_requests.get(commit.branch, commit.branch),
+                repo_type=repo_type,
+                create_pr=opens_pr,
+            )
+        if opens_pr:
+            pull_requests[commit.branch] = info.pr_revision
+
+
+def _repo_url(api: Any, repo_type: str, repo_id: str, branch: str) -> str:
+    prefix = "" if repo_type == "model" else f"{repo_type}s/"
+    return f"{api.endpoint}/{prefix}{repo_id}/tree/{branch}"
+
+
+def _create(api: Any, release: Release, options: UploadOptions) -> str:
+    """Create the repository (if needed) and the branch (if new); the canonical repo id."""
+    with _hub_step(f"cannot create the repository {release.repo_id}"):
+        url = api.create_repo(
+            release.repo_id,
+            repo_type=options.repo_type,
+            private=options.private or None,
+            exist_ok=True,
+        )
+    return str(url.repo_id or release.repo_id)
+
+
+def default_api(require_token: bool) -> Any:
+    """An HfApi for HF_ENDPOINT (read now, not at import) and the logged-in token."""
+    from huggingface_hub import HfApi, get_token
+
+    if require_token and get_token() is None:
+        raise UserError.single(
+            "not logged in to the Hugging Face Hub",
+            fix="run `hf auth login`, or set HF_TOKEN to a token with write access",
+        )
+    return HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
+
+
+def upload(
+    directory: Path, options: UploadOptions, *, dry_run: bool = False, api: Any = None
+) -> UploadResult:
+    """Check, plan and (unless `dry_run`) send the upload of `directory`'s variants.
+
+    A dry run only reads from the Hub (branches, files) to plan the deletions.
+    """
+    release = prepare_release(directory, options)
+    api = api or default_api(require_token=not dry_run)
+    repo_id = release.repo_id if dry_run else _create(api, release, options)
+    release.repo_id = repo_id
+    remote = read_remote(api, repo_id, options.repo_type, release.branch)
+    commits = plan_commits(release, remote)
+    if not dry_run:
+        if not remote.branch_exists and release.branch != MAIN:
+            with _hub_step(f"cannot create branch `{release.branch}` of {repo_id}"):
+                api.create_branch(repo_id, branch=release.branch, repo_type=options.repo_type)
+        push(api, repo_id, options.repo_type, commits, options.create_pr)
+    url = _repo_url(api, options.repo_type, repo_id, release.branch)
+    return UploadResult(release, remote, commits, url)

@@ -1,0 +1,1 @@
+"""Variants: the version matrix (data), the variants of a config, their names and archs."""

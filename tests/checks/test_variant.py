@@ -1,0 +1,431 @@
+"""Variant-level checks: layout, metadata, Python sources, discovery, the CLI and
+the import through the `kernels` loader, on real variant directories."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from checks_corpus.corpus import Corpus, build_corpus, build_extension_module
+from click.testing import CliRunner
+
+from kernelnix.checks import CheckOptions, check_tree, discover_variants, run_checks
+from kernelnix.commands.check import check
+from kernelnix.core.diagnostics import UserError
+from kernelnix.core.version import Version
+
+pytestmark = pytest.mark.slow
+
+ARCH = "torch213-cxx11-cpu-x86_64-linux"
+KERNEL_ID = "_kncheck_cpu_abc1234"
+OPS = f'''import torch
+
+from . import {KERNEL_ID}
+
+ops = torch.ops.{KERNEL_ID}
+
+
+def add_op_namespace_prefix(op_name: str) -> str:
+    return f"{KERNEL_ID}::{{op_name}}"
+'''
+INIT = """import torch
+
+from ._ops import add_op_namespace_prefix, ops
+
+
+@torch.library.custom_op(add_op_namespace_prefix("twice"), mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+__all__ = ["ops", "twice"]
+"""
+NO_IMPORT = CheckOptions(import_check=False)
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Corpus:
+    return build_corpus()
+
+
+@pytest.fixture(scope="session")
+def extension(corpus: Corpus) -> Path:
+    """A real abi3 extension module named after the kernel id."""
+    return build_extension_module(KERNEL_ID, corpus.root / f"{KERNEL_ID}.abi3.so")
+
+
+def make_variant(
+    root: Path,
+    name: str = ARCH,
+    *,
+    backend: str = "cpu",
+    library: Path | None = None,
+    files: dict[str, str] | None = None,
+    metadata: dict[str, object] | None = None,
+) -> Path:
+    variant = root / name
+    variant.mkdir(parents=True)
+    data: dict[str, object] = {
+        "name": "kncheck",
+        "id": KERNEL_ID,
+        "version": 1,
+        "license": "Apache-2.0",
+        "python-depends": [],
+        "backend": {"type": backend},
+    }
+    data.update(metadata or {})
+    (variant / "metadata.json").write_text(json.dumps(data))
+    contents = {"__init__.py": INIT, "_ops.py": OPS}
+    if name.startswith("torch-") and not name.startswith("torch-stable-abi"):
+        contents["_ops.py"] = OPS.replace(f"from . import {KERNEL_ID}\n", "")
+    contents.update(files or {})
+    for relative, text in contents.items():
+        (variant / relative).parent.mkdir(parents=True, exist_ok=True)
+        (variant / relative).write_text(text)
+    if library is not None:
+        shutil.copy(library, variant / f"{KERNEL_ID}.abi3.so")
+    return variant
+
+
+def found(variant: Path, options: CheckOptions = NO_IMPORT) -> set[tuple[str, str, str]]:
+    report = run_checks(variant, options)
+    return {(v.rule, v.file, v.subject) for v in report.violations}
+
+
+# ---------------------------------------------------------------------------
+# A complete variant, imported through the real loader
+
+
+def test_clean_arch_variant_passes_every_check(tmp_path: Path, extension: Path) -> None:
+    variant = make_variant(tmp_path / "build", library=extension)
+    report = run_checks(variant, CheckOptions())
+    assert report.violations == [], report.render()
+    assert report.ok
+    assert report.notes == []
+    assert not (variant / "__pycache__").exists()  # the import wrote no bytecode
+    assert report.summary().startswith(f"ok    {ARCH}: no violations")
+
+
+def test_clean_noarch_variant_imports(tmp_path: Path) -> None:
+    variant = make_variant(tmp_path / "build", "torch-cpu")
+    report = run_checks(variant, CheckOptions())
+    assert report.violations == [], report.render()
+
+
+def test_import_failure_reports_the_loaders_error(tmp_path: Path, extension: Path) -> None:
+    init = INIT + '\nraise RuntimeError("kernel exploded at import")\n'
+    variant = make_variant(tmp_path / "build", library=extension, files={"__init__.py": init})
+    report = run_checks(variant, CheckOptions())
+    (violation,) = report.violations
+    assert violation.rule == "import"
+    assert "RuntimeError: kernel exploded at import" in violation.found
+    assert "kernels.get_local_kernel" in violation.fix
+
+
+def test_variant_for_another_backend_is_not_imported(tmp_path: Path, extension: Path) -> None:
+    variant = make_variant(
+        tmp_path / "build", "torch213-cxx11-cu126-x86_64-linux", backend="cuda", library=extension
+    )
+    report = run_checks(variant, CheckOptions())
+    assert report.violations == []
+    (note,) = report.notes
+    assert note.startswith("import check skipped: not loadable on this machine")
+    assert "cu126" in note
+
+
+# ---------------------------------------------------------------------------
+# Layout and metadata
+
+
+def test_layout_violations(tmp_path: Path, corpus: Corpus) -> None:
+    variant = make_variant(tmp_path, library=corpus.path("clean_c"))
+    (variant / "_ops.py").unlink()
+    (variant / "__pycache__").mkdir()
+    (variant / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"")
+    (variant / "stray.pyc").write_bytes(b"")
+    (variant / "helper.o").write_bytes(b"")
+    (variant / "link.py").symlink_to("/etc/hostname")
+    shutil.copy(corpus.path("clean_c"), variant / "libextra.so")
+    assert found(variant) == {
+        ("layout", "_ops.py", "_ops.py"),
+        ("layout", "__pycache__", "__pycache__"),
+        ("layout", "stray.pyc", "stray.pyc"),
+        ("layout", "helper.o", "helper.o"),
+        ("layout", "link.py", "link.py"),
+        ("layout", "libextra.so", "libextra.so"),
+    }
+
+
+def test_arch_variant_needs_its_extension_library(tmp_path: Path, corpus: Corpus) -> None:
+    variant = make_variant(tmp_path)
+    assert found(variant) == {("layout", f"{KERNEL_ID}.abi3.so", f"{KERNEL_ID}.abi3.so")}
+    shutil.copy(corpus.path("clean_c"), variant / f"{KERNEL_ID}.cpython-311-x86_64-linux-gnu.so")
+    assert (
+        "layout",
+        f"{KERNEL_ID}.cpython-311-x86_64-linux-gnu.so",
+        f"{KERNEL_ID}.cpython-311-x86_64-linux-gnu.so",
+    ) in found(variant)
+
+
+def test_noarch_variant_has_no_compiled_code(tmp_path: Path, corpus: Corpus) -> None:
+    variant = make_variant(tmp_path, "torch-cpu")
+    assert found(variant) == set()
+    shutil.copy(corpus.path("clean_c"), variant / "fast.so")
+    assert ("layout", "fast.so", "fast.so") in found(variant)
+
+
+def test_ops_module_must_define_the_prefix_function(tmp_path: Path, corpus: Corpus) -> None:
+    variant = make_variant(
+        tmp_path,
+        library=corpus.path("clean_c"),
+        files={"_ops.py": "import torch\nops = torch.ops.x\n"},
+    )
+    assert found(variant) == {("layout", "_ops.py", "add_op_namespace_prefix")}
+
+
+def test_metadata_problems(tmp_path: Path, corpus: Corpus) -> None:
+    missing = make_variant(tmp_path / "a", library=corpus.path("clean_c"))
+    (missing / "metadata.json").unlink()
+    assert ("layout", "metadata.json", "metadata.json") in found(missing)
+
+    broken = make_variant(tmp_path / "b", library=corpus.path("clean_c"))
+    (broken / "metadata.json").write_text("{not json")
+    assert {(r, s) for r, _, s in found(broken)} >= {("metadata", "metadata.json")}
+
+    mismatch = make_variant(
+        tmp_path / "c",
+        library=corpus.path("clean_c"),
+        metadata={"backend": {"type": "cuda"}, "id": "not-an-id"},
+    )
+    assert {
+        ("variant-name", "metadata.json", "backend.type"),
+        ("metadata", "metadata.json", "id"),
+    } <= found(mismatch)
+
+
+def test_metadata_against_the_model(tmp_path: Path) -> None:
+    typed = make_variant(
+        tmp_path / "a",
+        "torch-cpu",
+        metadata={"version": "1", "python-depends": "einops", "extra": 1},
+    )
+    assert {
+        ("metadata", "metadata.json", "version"),
+        ("metadata", "metadata.json", "python-depends"),
+    } <= found(typed)
+    assert not any(s == "extra" for _, _, s in found(typed))  # unknown keys are ignored
+    clean = make_variant(tmp_path / "b", "torch-cpu")
+    assert not {v for v in found(clean) if v[0] == "metadata"}
+
+
+def test_unparseable_variant_name(tmp_path: Path) -> None:
+    variant = make_variant(tmp_path, "mykernel-build")
+    assert ("variant-name", ".", "mykernel-build") in found(variant)
+
+
+# ---------------------------------------------------------------------------
+# Python sources
+
+
+PYTHON_RULES_SOURCE = """
+from __future__ import annotations
+
+import json
+import os.path
+from typing import TYPE_CHECKING
+
+import numpy
+import kncheck.layers
+import torch
+import triton
+from torch.library import custom_op as make_op
+from torch.library import Library, impl
+
+from . import layers
+from ._ops import add_op_namespace_prefix, ops
+
+try:
+    import scipy
+except ImportError:
+    scipy = None
+
+if TYPE_CHECKING:
+    import pandas
+
+
+@torch.library.custom_op("kncheck::literal", mutates_args=())
+def literal(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+@torch.library.custom_op(add_op_namespace_prefix("good"), mutates_args=())
+def good(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+@good.register_kernel("cpu")
+def _(x):
+    return x
+
+
+@torch.library.register_fake(f"{ops}::fstring")
+def _(x):
+    return x
+
+
+torch.library.register_autograd(torch.ops.kncheck.literal, lambda ctx, g: g)
+make_op("plain_name", mutates_args=())
+impl("kncheck::other", "cpu")
+lib = Library("kncheck", "FRAGMENT")
+lib.define("fine(Tensor x) -> Tensor")
+lib.define("kncheck::bad(Tensor x) -> Tensor")
+good_lib = Library(ops.name, "FRAGMENT")
+"""
+
+
+def test_python_import_and_op_namespace_rules(tmp_path: Path, corpus: Corpus) -> None:
+    variant = make_variant(
+        tmp_path, library=corpus.path("clean_c"), files={"layers/__init__.py": PYTHON_RULES_SOURCE}
+    )
+    violations = run_checks(variant, NO_IMPORT).violations
+    got = {(v.rule, v.line, v.subject) for v in violations}
+    file = {v.file for v in violations}
+    assert file == {"layers/__init__.py"}
+    assert got == {
+        ("python-import", 8, "numpy"),
+        ("python-import", 9, "kncheck.layers"),
+        ("python-import", 11, "triton"),  # only CUDA/ROCm/XPU torch brings triton
+        ("op-namespace", 27, "torch.library.custom_op('kncheck::literal')"),
+        ("op-namespace", 42, "torch.library.register_fake(f'{ops}::fstring')"),
+        ("op-namespace", 47, "torch.library.register_autograd(torch.ops.kncheck.literal)"),
+        ("op-namespace", 48, "make_op('plain_name')"),
+        ("op-namespace", 49, "impl('kncheck::other')"),
+        ("op-namespace", 50, "Library('kncheck')"),
+        ("op-namespace", 52, "lib.define('kncheck::bad(Tensor x) -> Tensor')"),
+    }
+
+
+def test_declared_python_depends_and_backend_imports(tmp_path: Path, corpus: Corpus) -> None:
+    source = "import einops\nimport triton\n"
+    variant = make_variant(
+        tmp_path,
+        "torch213-cxx11-cu126-x86_64-linux",
+        backend="cuda",
+        library=corpus.path("clean_c"),
+        files={"x.py": source},
+        metadata={"python-depends": ["einops"]},
+    )
+    assert {r for r, _, _ in found(variant)} == set()
+    cpu = make_variant(tmp_path / "cpu", "torch-cpu", files={"x.py": "import einops\n"})
+    assert found(cpu) == {("python-import", "x.py", "einops")}
+    assert found(cpu, CheckOptions(import_check=False, python_depends=("einops",))) == set()
+
+
+def test_syntax_error_is_reported(tmp_path: Path) -> None:
+    variant = make_variant(tmp_path, "torch-cpu", files={"broken.py": "def f(:\n"})
+    assert found(variant) == {("python-syntax", "broken.py", "broken.py")}
+
+
+# ---------------------------------------------------------------------------
+# Stable-ABI variants
+
+
+def test_stable_abi_target_comes_from_the_variant_name(tmp_path: Path, corpus: Corpus) -> None:
+    variant = make_variant(
+        tmp_path, "torch-stable-abi210-cpu-x86_64-linux", library=corpus.path("torch_shim")
+    )
+    assert found(variant) == {
+        ("torch-stable-abi", f"{KERNEL_ID}.abi3.so", "torch_exception_get_what")
+    }
+    later = CheckOptions(import_check=False, stable_abi=Version.parse("2.13"))
+    assert found(variant, later) == set()
+
+
+# ---------------------------------------------------------------------------
+# Discovery
+
+
+def test_discovery_order(tmp_path: Path) -> None:
+    make_variant(tmp_path / "build", "torch-cpu")
+    assert discover_variants(tmp_path) == [tmp_path / "build" / "torch-cpu"]
+    make_variant(tmp_path / "result", "torch-cuda")
+    assert discover_variants(tmp_path) == [tmp_path / "result" / "torch-cuda"]
+    assert discover_variants(tmp_path / "build" / "torch-cpu") == [tmp_path / "build" / "torch-cpu"]
+    (tmp_path / "result" / "torch213-cxx11-cpu-x86_64-linux").mkdir()  # lacks metadata.json
+    (tmp_path / "result" / "notes").mkdir()
+    assert [p.name for p in discover_variants(tmp_path)] == [
+        "torch-cuda",
+        "torch213-cxx11-cpu-x86_64-linux",
+    ]
+
+
+def test_no_variants_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(UserError) as error:
+        check_tree(tmp_path)
+    assert "no build variants found" in error.value.render()
+    with pytest.raises(UserError) as error:
+        check_tree(tmp_path / "missing")
+    assert "no such directory" in error.value.render()
+
+
+# ---------------------------------------------------------------------------
+# The command
+
+
+def test_command_exit_codes_and_output(tmp_path: Path, corpus: Corpus) -> None:
+    runner = CliRunner()
+    good = make_variant(tmp_path / "good" / "build", library=corpus.path("clean_c"))
+    result = runner.invoke(check, [str(good.parent.parent), "--no-import"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip().splitlines()[-1].startswith(f"ok    {ARCH}")
+
+    make_variant(tmp_path / "bad" / "build", library=corpus.path("glibc_234"))
+    make_variant(tmp_path / "bad" / "build", "torch-cpu", files={"x.py": "import numpy\n"})
+    result = runner.invoke(check, [str(tmp_path / "bad"), "--no-import"])
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert lines[-1] == "2 variants checked: 0 ok, 2 failed"
+    assert f"  {KERNEL_ID}.abi3.so" in lines
+    assert (
+        "    [symbol-version] pthread_create@GLIBC_2.34: requires GLIBC 2.34 "
+        "(limit: policy kernel: GLIBC <= 2.27)" in lines
+    )
+    assert any(line.startswith(f"FAIL  {ARCH}: 2 violations in 1 file") for line in lines)
+
+    result = runner.invoke(
+        check, [str(tmp_path / "bad"), "--no-import", "--json", "--policy", "manylinux_2_34"]
+    )
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert data["ok"] is False
+    by_variant = {v["variant"]: v for v in data["variants"]}
+    assert by_variant[ARCH]["ok"] is True
+    assert by_variant[ARCH]["settings"]["policy"] == "manylinux_2_34"
+    (entry,) = by_variant["torch-cpu"]["files"]
+    assert entry["file"] == "x.py"
+    assert entry["violations"][0] | {"fix": "…"} == {
+        "rule": "python-import",
+        "severity": "error",
+        "subject": "numpy",
+        "line": 1,
+        "found": "not in the standard library, torch or the kernel's python-depends",
+        "limit": "standard library, torch, python-depends",
+        "fix": "…",
+    }
+
+
+def test_command_bad_input_exits_2(tmp_path: Path) -> None:
+    runner = CliRunner()
+    make_variant(tmp_path / "build", "torch-cpu")
+    result = runner.invoke(check, [str(tmp_path), "--policy", "manylinux_9"])
+    assert result.exit_code == 2
+    assert "unknown policy 'manylinux_9'; valid policies: kernel, manylinux_2_5" in result.output
+    assert "Traceback" not in result.output
+    result = runner.invoke(check, [str(tmp_path / "nope")])
+    assert result.exit_code == 2
+    assert "no such directory" in result.output
+    result = runner.invoke(check, [str(tmp_path), "--torch-stable-abi", "two"])
+    assert result.exit_code == 2
+    assert "invalid version 'two'" in result.output

@@ -1,0 +1,236 @@
+"""`kernelnix check-config`: the examples, output formats and exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from paths import ROOT
+
+from kernelnix.cli import main
+from kernelnix.config import load_config
+
+EXAMPLES = sorted(p.parent.name for p in (ROOT / "examples").glob("*/build.toml"))
+
+EDITION5 = """\
+[general]
+name = "relu"
+version = 1
+edition = 5
+license = "Apache-2.0"
+backends = ["cpu", "cuda"]
+
+[torch]
+src = ["torch-ext/torch_binding.cpp"]
+
+[kernel.relu]
+backend = "cuda"
+depends = ["torch"]
+src = ["relu_cuda/relu.cu"]
+"""
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def assert_clean_exit(result: Result, code: int) -> None:
+    assert result.exit_code == code, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+
+
+def write(directory: Path, text: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "build.toml").write_text(text)
+    return directory
+
+
+# ------------------------------------------------------------------ examples
+
+
+def test_there_are_examples() -> None:
+    assert "relu" in EXAMPLES
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_example_json_matches_golden(
+    example: str,
+    runner: CliRunner,
+    monkeypatch: pytest.MonkeyPatch,
+    golden: Callable[[str, str], None],
+) -> None:
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(main, ["check-config", f"examples/{example}", "--json"])
+    assert_clean_exit(result, 0)
+    data = json.loads(result.stdout)
+    assert data["general"]["edition"] == 5
+    assert data["general"]["name"] == load_config(ROOT / "examples" / example).config.general.name
+    golden(f"config/examples/{example}.json", result.stdout)
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_example_checks_clean(
+    example: str, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT / "examples" / example)
+    loaded = load_config(Path("."))
+    result = runner.invoke(main, ["check-config"])  # the directory defaults to "."
+    assert_clean_exit(result, 0)
+    assert result.stdout.startswith(f"build.toml: ok: {loaded.config.general.name} v")
+    # A legacy example loads with the upgrade warning, every other one without any.
+    assert result.stderr.count("warning: ") == len(loaded.warnings)
+    if loaded.shape != "5":
+        assert "kernelnix update-build" in result.stderr
+
+
+# ------------------------------------------------------------- output forms
+
+
+def test_summary_line(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "k", EDITION5)
+    result = runner.invoke(main, ["check-config", "k"])
+    assert_clean_exit(result, 0)
+    assert result.stdout == (
+        "k/build.toml: ok: relu v1, framework torch, backends cpu, cuda, 1 kernel section(s)\n"
+    )
+    assert result.stderr == ""
+
+
+def test_json_is_the_normalized_edition5_config(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "k", EDITION5.replace("edition = 5\n", ""))  # a v4 file
+    result = runner.invoke(main, ["check-config", "k", "--json"])
+    assert_clean_exit(result, 0)
+    data = json.loads(result.stdout)  # stdout is JSON only; the warning is on stderr
+    assert data == load_config(tmp_path / "k").config.to_json()
+    assert data["general"]["edition"] == 5
+    assert data["kernel"]["relu"]["backend"] == "cuda"
+    assert data["kernel"]["relu"]["cuda-flags"] == []  # build.toml's kebab-case key names
+    assert result.stderr.startswith("warning: k/build.toml: build.toml uses the pre-edition v4")
+
+
+def test_warnings_go_to_stderr_with_key_and_line(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "k", EDITION5.replace('["cpu", "cuda"]', '["cpu"]'))
+    result = runner.invoke(main, ["check-config", "k"])
+    assert_clean_exit(result, 0)
+    assert "warning: k/build.toml:12: kernel.relu.backend: kernel 'relu' is for backend" in (
+        result.stderr
+    )
+    assert "  fix: add 'cuda' to general.backends" in result.stderr
+
+
+def test_errors_as_json_and_text(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "k", EDITION5.replace("version = 1", 'version = "one"'))
+    result = runner.invoke(main, ["check-config", "k", "--json"])
+    assert_clean_exit(result, 2)
+    assert json.loads(result.stdout) == [
+        {
+            "message": "expected an integer, got string 'one'",
+            "file": "k/build.toml",
+            "key": "general.version",
+            "line": 3,
+            "severity": "error",
+        }
+    ]
+    assert result.stderr == (
+        "error: k/build.toml:3: general.version: expected an integer, got string 'one'\n"
+        "1 error in k/build.toml\n"
+    )
+
+
+def test_missing_directory(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(main, ["check-config", "nowhere"])
+    assert_clean_exit(result, 2)
+    assert "error: nowhere/build.toml: no build.toml in nowhere" in result.stderr
+    assert "kernelnix init" in result.stderr
+
+
+def test_directory_without_build_toml(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty").mkdir()
+    result = runner.invoke(main, ["check-config", "empty"])
+    assert_clean_exit(result, 2)
+    assert "no build.toml in empty" in result.stderr
+
+
+def test_build_toml_that_is_a_directory(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k" / "build.toml").mkdir(parents=True)
+    result = runner.invoke(main, ["check-config", "k"])
+    assert_clean_exit(result, 2)
+    assert "error: k/build.toml: cannot read build.toml" in result.stderr
+
+
+def test_a_file_instead_of_a_directory_is_a_usage_error(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "k", EDITION5)
+    result = runner.invoke(main, ["check-config", "k/build.toml"])
+    assert_clean_exit(result, 2)
+    assert "is a file" in result.stderr
+
+
+def test_help_shows_an_example(runner: CliRunner) -> None:
+    result = runner.invoke(main, ["check-config", "--help"])
+    assert_clean_exit(result, 0)
+    assert "kernelnix check-config examples/relu --json" in result.stdout
+
+
+# ------------------------------------------------------------ real processes
+
+
+def commands() -> list[list[str]]:
+    found = [[sys.executable, "-m", "kernelnix"]]
+    script = shutil.which("kernelnix")
+    if script is not None:
+        found.append([script])
+    return found
+
+
+@pytest.mark.parametrize("command", commands(), ids=lambda c: Path(c[-1]).name)
+def test_real_process_on_an_example(command: list[str]) -> None:
+    proc = subprocess.run(
+        [*command, "check-config", str(ROOT / "examples" / "relu"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["general"]["name"] == "relu"
+
+
+@pytest.mark.parametrize("command", commands(), ids=lambda c: Path(c[-1]).name)
+def test_real_process_on_bad_input(command: list[str], tmp_path: Path) -> None:
+    write(tmp_path, EDITION5.replace("[torch]", "[torchh]"))
+    proc = subprocess.run(
+        [*command, "check-config", str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert f"{tmp_path / 'build.toml'}:8: torchh: unknown key `torchh`" in proc.stderr
+    assert "Traceback" not in proc.stderr

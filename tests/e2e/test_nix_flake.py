@@ -1,0 +1,282 @@
+"""End to end with real Nix and the host toolchain: the examples' flakes build,
+load through `kernels`, run their kernels_ci tests, copy, rebuild nothing when
+nothing changed, and the flake template builds right after `nix flake init`.
+
+Each example is built once per session (the `built` fixture); tests that change
+a project work on a copy, which reuses the same store paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fresh_python import run_python
+from nix_projects import clone_worktree, git, make_project, nix, nix_environment
+from paths import EXAMPLES
+
+from kernelnix.host.system import current_system
+from kernelnix.host.torch_probe import probe
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("nix") is None, reason="needs Nix"),
+]
+
+SYSTEM = current_system()
+
+
+@dataclass(frozen=True)
+class Flake:
+    url: str
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Built:
+    project: Path
+    env: dict[str, str]
+    bundle: Path
+    variants: list[str]
+    ci_variant: str
+
+
+@pytest.fixture(scope="session")
+def kernelnix_flake(tmp_path_factory: pytest.TempPathFactory) -> Flake:
+    url = clone_worktree(tmp_path_factory.mktemp("kernelnix"))
+    env = nix_environment(tmp_path_factory.mktemp("nix") / "registry.json", url)
+    return Flake(url, env)
+
+
+@pytest.fixture(scope="session", params=["relu", "multi-kernel"])
+def built(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, kernelnix_flake: Flake
+) -> Built:
+    example = EXAMPLES / request.param
+    if not example.is_dir():
+        pytest.skip(f"no example {request.param}")
+    env = kernelnix_flake.env
+    project = make_project(
+        example, tmp_path_factory.mktemp("built") / example.name, kernelnix_flake.url, env
+    )
+    nix(project, env, "build", ".#bundle")
+    variants = json.loads(nix(project, env, "eval", "--json", ".#variants").stdout)[SYSTEM]
+    plan = json.loads((project / "kernelnix-plan.json").read_text())
+    ci_variant = next(v for v in plan["systems"][SYSTEM]["ci-order"] if v in variants)
+    return Built(project, env, (project / "result").resolve(), variants, ci_variant)
+
+
+def copy_project(built: Built, dest: Path) -> Path:
+    shutil.copytree(built.project, dest, symlinks=True)
+    return dest
+
+
+def test_bundle_holds_the_variants_and_loads_with_kernels(built: Built) -> None:
+    plan = json.loads((built.project / "kernelnix-plan.json").read_text())
+    bundled = [v for v in plan["systems"][SYSTEM]["bundle"] if v in built.variants]
+    assert sorted(p.name for p in built.bundle.iterdir()) == sorted(bundled)
+    assert bundled, "the host toolchain should build the CPU variant here"
+    script = (
+        "import sys, json; from pathlib import Path; from kernels import get_local_kernel\n"
+        "kernel = get_local_kernel(Path(sys.argv[1]))\n"
+        "print(json.dumps(sorted(n for n in dir(kernel) if not n.startswith('_'))))\n"
+    )
+    names = json.loads(run_python(script, str(built.bundle)))
+    assert "ops" in names or names, names
+    metadata = json.loads((built.bundle / bundled[0] / "metadata.json").read_text())
+    assert metadata["provenance"]["kernelnix"]["redistributable"] is False
+
+
+def test_relu_computes_through_kernels(built: Built) -> None:
+    if built.project.name != "relu":
+        pytest.skip("relu only")
+    script = (
+        "import sys, torch; from pathlib import Path; from kernels import get_local_kernel\n"
+        "relu = get_local_kernel(Path(sys.argv[1]))\n"
+        "print(relu.relu(torch.tensor([-1.0, 2.0])).tolist())\n"
+    )
+    assert run_python(script, str(built.bundle)).strip() == "[0.0, 2.0]"
+
+
+def test_nothing_rebuilds_without_a_change(built: Built, tmp_path: Path) -> None:
+    dry = nix(built.project, built.env, "build", "--dry-run", ".#bundle")
+    assert "will be built" not in dry.stderr, dry.stderr
+    nix(built.project, built.env, "build", ".#bundle", "-o", str(tmp_path / "again"))
+    assert (tmp_path / "again").resolve() == built.bundle
+    # A file outside the plan's sources changes nothing either.
+    copy = copy_project(built, tmp_path / "copy")
+    (copy / "README.md").write_text("edited\n")
+    (copy / "notes.txt").write_text("new\n")
+    git(copy, "add", "-A")
+    dry = nix(copy, built.env, "build", "--dry-run", ".#bundle")
+    assert "will be built" not in dry.stderr, dry.stderr
+
+
+def test_metadata_records_the_commit_nix_builds(built: Built, tmp_path: Path) -> None:
+    """The plan records the commit of `generate`; a later commit must show instead."""
+    if built.project.name != "relu":
+        pytest.skip("relu only")
+    copy = copy_project(built, tmp_path / "copy")
+    git(copy, "commit", "-q", "-m", "first")
+    (copy / "README.md").write_text("a later commit\n")
+    git(copy, "commit", "-q", "-am", "second")
+    head = git(copy, "rev-parse", "HEAD").strip()
+    variant = built.ci_variant
+    nix(copy, built.env, "build", f".#{variant}", "-o", str(tmp_path / "out"))
+    metadata = json.loads((tmp_path / "out" / variant / "metadata.json").read_text())
+    assert metadata["provenance"]["kernel"] == {"commit": head, "dirty": False}
+    assert metadata["id"].endswith(f"_{head[:7]}")
+
+
+def test_ci_tests_pass_against_the_built_variant(built: Built) -> None:
+    ci_test = nix(built.project, built.env, "eval", "--raw", ".#ci-test.drvPath").stdout
+    per_variant = f".#ciTests.{built.ci_variant}"
+    assert (
+        nix(built.project, built.env, "eval", "--raw", f"{per_variant}.drvPath").stdout == ci_test
+    )
+    done = nix(built.project, built.env, "run", per_variant, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "passed" in done.stdout or "no kernels_ci tests selected" in done.stdout
+
+
+def test_ci_test_fails_on_a_failing_test(built: Built, tmp_path: Path) -> None:
+    copy = copy_project(built, tmp_path / "copy")
+    (copy / "tests").mkdir(exist_ok=True)
+    (copy / "tests" / "test_planted_failure.py").write_text(
+        "import pytest\n\n\n@pytest.mark.kernels_ci\ndef test_planted_failure():\n"
+        "    assert 1 == 2\n"
+    )
+    git(copy, "add", "-A")
+    done = nix(copy, built.env, "run", ".#ci-test", check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "test_planted_failure" in done.stdout
+
+
+def test_ci_test_without_tests_passes(built: Built, tmp_path: Path) -> None:
+    if built.project.name != "relu":
+        pytest.skip("relu only")
+    copy = copy_project(built, tmp_path / "copy")
+    shutil.rmtree(copy / "tests")
+    git(copy, "add", "-A")
+    assert "will be built" not in nix(copy, built.env, "build", "--dry-run", ".#bundle").stderr
+    done = nix(copy, built.env, "run", ".#ci-test")
+    assert "no tests/ directory; nothing to run" in done.stdout
+
+
+def test_build_and_copy(built: Built, tmp_path: Path) -> None:
+    copy = copy_project(built, tmp_path / "copy")
+    nix(copy, built.env, "run", ".#build-and-copy")
+    copied = sorted(p.name for p in (copy / "build").iterdir())
+    assert copied == sorted(p.name for p in built.bundle.iterdir())
+    metadata = copy / "build" / copied[0] / "metadata.json"
+    assert os.access(metadata, os.W_OK)
+
+
+def test_build_and_upload(built: Built, tmp_path: Path) -> None:
+    if built.project.name != "relu":
+        pytest.skip("relu only")
+    copy = copy_project(built, tmp_path / "copy")
+    # The host toolchain's variants are not redistributable: upload refuses them.
+    done = nix(copy, built.env, "run", ".#build-and-upload", "--", "--dry-run", check=False)
+    assert done.returncode != 0
+    assert "built with the host toolchain, which is not redistributable" in done.stderr
+    assert (copy / "build" / built.ci_variant / "metadata.json").is_file()
+    toml = copy / "build.toml"
+    toml.write_text(toml.read_text().replace('repo-id = "kernelnix-examples/relu"', ""))
+    subprocess.run(["kernelnix", "generate", str(copy)], check=True, env=built.env)
+    git(copy, "add", "-A")
+    done = nix(copy, built.env, "eval", "--raw", ".#build-and-upload.drvPath", check=False)
+    assert done.returncode != 0
+    assert "build-and-upload needs the Hub repo: set `repo-id`" in done.stderr
+
+
+def test_stale_plan_is_refused(built: Built, tmp_path: Path) -> None:
+    if built.project.name != "relu":
+        pytest.skip("relu only")
+    copy = copy_project(built, tmp_path / "copy")
+    (copy / "build.toml").write_text((copy / "build.toml").read_text() + "\n# edited\n")
+    done = nix(copy, built.env, "eval", "--json", ".#variants", check=False)
+    assert done.returncode != 0
+    assert "kernelnix-plan.json is stale: build.toml changed" in done.stderr
+    assert "run `kernelnix generate`" in done.stderr
+
+
+def test_test_shell_loads_the_built_kernel(built: Built) -> None:
+    if built.project.name != "relu":
+        pytest.skip("relu only")
+    load = (
+        "import os; from pathlib import Path; from kernels import get_local_kernel; "
+        "print(get_local_kernel(Path(os.environ['KERNEL_PATH'])).__file__)"
+    )
+    done = nix(
+        built.project,
+        built.env,
+        "develop",
+        ".#test",
+        "-c",
+        "sh",
+        "-c",
+        f'"$KERNELNIX_PYTHON" -c "{load}" && echo "$PYTHONPATH" "$LOCAL_KERNELS"',
+    )
+    file, python_path, local_kernels = done.stdout.split()
+    assert file.startswith("/nix/store/") and f"/{built.ci_variant}/" in file
+    assert python_path.startswith("/nix/store/") and python_path.endswith(built.ci_variant)
+    assert local_kernels.startswith("kernelnix-examples/relu=/nix/store/")
+
+
+def test_kernelnix_commands_run_nix(built: Built) -> None:
+    if built.project.name != "relu":
+        pytest.skip("relu only")
+    listed = subprocess.run(
+        ["kernelnix", "list-variants", "--nix", str(built.project)],
+        capture_output=True,
+        text=True,
+        env=built.env,
+        check=True,
+    )
+    assert listed.stdout.split() == built.variants
+    assert "+ nix " in listed.stderr and "eval --json" in listed.stderr
+    built_cli = subprocess.run(
+        ["kernelnix", "build", str(built.project), "--variant", built.ci_variant],
+        capture_output=True,
+        text=True,
+        env=built.env,
+    )
+    assert built_cli.returncode == 0, built_cli.stderr
+    assert (
+        "+ nix " in built_cli.stderr and f"{built.project}#{built.ci_variant}" in built_cli.stderr
+    )
+    assert (built.project / "result" / built.ci_variant / "metadata.json").is_file()
+
+
+def test_kernelnix_flake_package_runs_kernelnix(kernelnix_flake: Flake, tmp_path: Path) -> None:
+    done = nix(
+        tmp_path, kernelnix_flake.env, "run", f"{kernelnix_flake.url}#kernelnix", "--", "--version"
+    )
+    assert "kernelnix" in done.stdout
+
+
+def test_flake_template_builds_after_init(kernelnix_flake: Flake, tmp_path: Path) -> None:
+    project = tmp_path / "new-kernel"
+    project.mkdir()
+    git(project, "init", "-q")
+    env = kernelnix_flake.env
+    nix(project, env, "flake", "init", "-t", f"{kernelnix_flake.url}#default")
+    git(project, "add", "-A")
+    nix(project, env, "build")
+    variants = [p.name for p in (project / "result").iterdir()]
+    assert variants == [f"torch{_torch_flat()}-cxx11-cpu-{SYSTEM}"]
+    done = nix(project, env, "run", ".#ci-test", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _torch_flat() -> str:
+    torch = probe()
+    assert torch is not None
+    major, minor = torch["version"].split(".")[:2]
+    return f"{major}{minor}"

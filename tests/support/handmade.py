@@ -1,0 +1,67 @@
+"""Variant directories made by hand (no compiler): the plan's metadata.json plus a few files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from paths import EXAMPLES
+
+from kernelnix.config import load_config
+from kernelnix.plan.build import PlanOptions, build_plan
+
+SYSTEM = "x86_64-linux"
+UNIQUE_ID = "abc1234"
+
+OPS = """\
+import torch
+
+ops = torch.ops.{id}
+
+
+def add_op_namespace_prefix(op_name: str) -> str:
+    return "{id}::" + op_name
+"""
+
+
+@cache
+def _plan(example: str) -> dict[str, Any]:
+    loaded = load_config(EXAMPLES / example)
+    return build_plan(loaded, PlanOptions(systems=(SYSTEM,), unique_id=UNIQUE_ID))
+
+
+def plan_metadata(example: str, variant: str) -> dict[str, Any]:
+    """The metadata.json the build writes for `variant` of an example (a fresh copy)."""
+    return json.loads(json.dumps(_plan(example)["variants"][SYSTEM][variant]["metadata"]))
+
+
+def copy_example(example: str, destination: Path) -> Path:
+    """The example's sources (no build outputs) under `destination/<example>`."""
+    target = destination / example
+    ignore = shutil.ignore_patterns("build", "result", "__pycache__")
+    shutil.copytree(EXAMPLES / example, target, ignore=ignore)
+    return target
+
+
+def make_variant(
+    build_dir: Path,
+    example: str,
+    variant: str,
+    files: dict[str, bytes] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Path:
+    """`build_dir/<variant>/`: metadata.json, the package's __init__.py, an _ops.py, `files`."""
+    directory = build_dir / variant
+    directory.mkdir(parents=True)
+    metadata = metadata or plan_metadata(example, variant)
+    (directory / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
+    package = EXAMPLES / example / _plan(example)["package-dir"]
+    shutil.copy(package / "__init__.py", directory / "__init__.py")
+    (directory / "_ops.py").write_text(OPS.format(id=metadata["id"]))
+    for relative, content in (files or {}).items():
+        (directory / relative).parent.mkdir(parents=True, exist_ok=True)
+        (directory / relative).write_bytes(content)
+    return directory

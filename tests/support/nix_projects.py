@@ -1,0 +1,99 @@
+"""Kernel projects built with real Nix: shared by tests/test_nix_*.py and
+benchmarks/bench_nix.py.
+
+Flakes see only what git tracks, so kernelnix itself is used through a
+committed copy of this working tree (`git+file://`), and each kernel project
+is a copy of an example with its generated files, in a fresh git repository.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from paths import ROOT
+
+GIT_IDENTITY = ["-c", "user.name=kernelnix-tests", "-c", "user.email=tests@kernelnix.invalid"]
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *GIT_IDENTITY, *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def clone_worktree(dest: Path) -> str:
+    """Commit a copy of this working tree (tracked and untracked, not ignored) into `dest`."""
+    listed = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-q", "-m", "kernelnix under test")
+    return f"git+file://{dest}"
+
+
+def nix_environment(registry: Path, kernelnix_url: str) -> dict[str, str]:
+    """os.environ plus an offline Nix configuration whose registry maps `kernelnix`."""
+    path = kernelnix_url.removeprefix("git+file://")
+    registry.write_text(
+        json.dumps(
+            {
+                "version": 2,
+                "flakes": [
+                    {
+                        "from": {"type": "indirect", "id": "kernelnix"},
+                        "to": {"type": "git", "url": f"file://{path}"},
+                    }
+                ],
+            }
+        )
+    )
+    config = {
+        "experimental-features": "nix-command flakes",
+        "substituters": "",
+        "flake-registry": str(registry),
+        "build-users-group": "",
+        "sandbox": "false",
+        "warn-dirty": "false",
+    }
+    env = dict(os.environ)
+    env["NIX_CONFIG"] = "\n".join(f"{k} = {v}" for k, v in config.items())
+    env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+def make_project(
+    example: Path,
+    dest: Path,
+    kernelnix_url: str,
+    env: dict[str, str],
+    generate_options: tuple[str, ...] = (),
+) -> Path:
+    """A copy of `example` with its generated files, staged in a fresh git repository."""
+    shutil.copytree(example, dest, ignore=shutil.ignore_patterns("build", "result", "__pycache__"))
+    subprocess.run(
+        ["kernelnix", "generate", str(dest), "--kernelnix-url", kernelnix_url, *generate_options],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    return dest
+
+
+def nix(
+    cwd: Path, env: dict[str, str], *args: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["nix", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise AssertionError(f"nix {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
+    return done
