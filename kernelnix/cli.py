@@ -7,6 +7,7 @@ at the bottom registers them on `main`.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable, Iterable
 from functools import wraps
@@ -77,17 +78,23 @@ COMMAND_MODULES = {
     "list-variants": "plan",
     "plan": "plan",
     "check": "check",
+    "check-abi": "check",
+    "check-builds": "check",
     "build": "build",
     "build-variant": "build",
     "create-pyproject": "build",
+    "clean-pyproject": "build",
     "generate": "nix",
     "build-and-copy": "nix",
+    "devshell": "nix",
+    "testshell": "nix",
     "init": "author",
     "hash": "author",
     "fill-card": "author",
     "upload": "author",
     "build-and-upload": "author",
     "completion": "completion",
+    "completions": "completion",
     "lock-wheels": "lock",
 }
 
@@ -107,6 +114,17 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         _register_commands()
         return super().list_commands(ctx)
+
+    def _main_shell_completion(
+        self, ctx_args: Any, prog_name: str, complete_var: str | None = None
+    ) -> None:
+        # click's default variable name; the elvish and powershell completers
+        # are registered by the module of the completion command.
+        name = prog_name.replace("-", "_").replace(".", "_").upper()
+        complete_var = complete_var or f"_{name}_COMPLETE"
+        if os.environ.get(complete_var):
+            importlib.import_module("kernelnix.commands.completion")
+        super()._main_shell_completion(ctx_args, prog_name, complete_var)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from kernelnix.config import load_config
 from kernelnix.config.types import BACKENDS
 from kernelnix.core.diagnostics import display_path
 from kernelnix.core.fileio import write_atomic
-from kernelnix.publish.hub import REPO_TYPES, HubError
+from kernelnix.publish.hub import REPO_TYPES, HubError, UploadResult
 
 EXIT_HUB_ERROR = 1
 
@@ -70,12 +71,15 @@ def init_command(
     a card template, the flake files; then `git init` and stage everything.
 
     The directory is ./REPO of --name OWNER/REPO, or PATH. Without --name,
-    PATH must be OWNER/REPO.
+    PATH is the name when it reads OWNER/REPO, else the directory (default:
+    the current one), whose name is the repository's; the owner is then the
+    user logged in to the Hub (`hf auth login`).
 
     \b
     Examples:
       kernelnix init --name my-org/add-one --backends cpu cuda
       kernelnix init my-org/add-one --backends all
+      kernelnix init                 # here, as <hub user>/<this directory's name>
     """
     from kernelnix.emit.scaffold import init_project, resolve_backends, resolve_target
 
@@ -135,6 +139,13 @@ def fill_card_command(directory: Path, output: Path | None) -> None:
 reports_hub_errors = exits_on(HubError, "", EXIT_HUB_ERROR)
 
 
+def _in_existing_directory(ctx: click.Context, param: click.Parameter, path: Path | None) -> Any:
+    """Refuse a file whose directory is missing before anything is built or sent."""
+    if path is not None and not path.parent.is_dir():
+        raise click.BadParameter(f"no directory {display_path(path.parent)}; create it first")
+    return path
+
+
 def upload_options(func: F) -> F:
     options = [
         click.option("--repo-id", metavar="OWNER/NAME", help="Default: general.hub.repo-id."),
@@ -158,32 +169,53 @@ def upload_options(func: F) -> F:
             is_flag=True,
             help="Skip importing each variant through the kernels loader (other checks run).",
         ),
+        click.option(
+            "--output-json",
+            type=click.Path(dir_okay=False, path_type=Path),
+            callback=_in_existing_directory,
+            help="Also write what was uploaded (repository, branch, variants, commits) "
+            "to this JSON file.",
+        ),
+        click.option("-q", "--quiet", is_flag=True, help="Print only warnings and errors."),
     ]
     for option in reversed(options):
         func = option(func)
     return func
 
 
-def _upload(directory: Path, dry_run: bool, no_import: bool, **options: Any) -> None:
+def _upload(
+    directory: Path,
+    dry_run: bool,
+    no_import: bool,
+    output_json: Path | None,
+    quiet: bool,
+    **options: Any,
+) -> None:
     from kernelnix.checks import CheckOptions
     from kernelnix.publish.hub import UploadOptions, upload
 
     settings = UploadOptions(**options, checks=CheckOptions(import_check=not no_import))
     result = upload(directory, settings, dry_run=dry_run)
+    print_warnings(result.release.warnings)
+    if output_json is not None:
+        write_atomic(output_json, json.dumps(result.summary(), indent=2) + "\n")
+    if not quiet:
+        _report_upload(result)
+
+
+def _report_upload(result: UploadResult) -> None:
     release, remote = result.release, result.remote
-    print_warnings(release.warnings)
     new = "" if remote.branch_exists else " (new)"
     click.echo(
         f"{len(release.variants)} variant(s) for {release.repo_id}, branch {release.branch}{new}"
     )
     for commit in result.commits:
         click.echo(f"commit to {commit.branch}: {len(commit.operations)} operation(s)")
-        if dry_run:
+        if result.dry_run:
             for operation in commit.operations:
                 click.echo(f"  {operation.describe()}")
-    click.echo(
-        f"dry run: nothing was sent to {result.url}" if dry_run else f"uploaded: {result.url}"
-    )
+    done = "dry run: nothing was sent to" if result.dry_run else "uploaded:"
+    click.echo(f"{done} {result.url}")
 
 
 @main.command("upload")
@@ -191,7 +223,7 @@ def _upload(directory: Path, dry_run: bool, no_import: bool, **options: Any) -> 
 @upload_options
 @reports_user_errors
 @reports_hub_errors
-def upload_command(directory: Path, dry_run: bool, no_import: bool, **options: Any) -> None:
+def upload_command(directory: Path, **options: Any) -> None:
     """Upload the checked build variants of DIRECTORY to the Hugging Face Hub.
 
     Variants go to build/<variant>/ on the version branch, benchmarks/benchmark*.py
@@ -202,20 +234,21 @@ def upload_command(directory: Path, dry_run: bool, no_import: bool, **options: A
     Examples:
       kernelnix upload --dry-run examples/relu
       kernelnix upload --repo-id my-org/relu --branch v2 .
+      kernelnix upload -q --output-json upload.json .
     """
-    _upload(directory, dry_run, no_import, **options)
+    _upload(directory, **options)
 
 
 @main.command("build-and-upload")
 @DIR_ARGUMENT
+@click.option("--variant", metavar="NAME", help="Build and upload only this variant.")
 @upload_options
 @nix_options
 @reports_user_errors
 @reports_hub_errors
 def build_and_upload_command(
     directory: Path,
-    dry_run: bool,
-    no_import: bool,
+    variant: str | None,
     print_build_logs: bool,
     max_jobs: int | None,
     cores: int | None,
@@ -223,12 +256,19 @@ def build_and_upload_command(
 ) -> None:
     """Build DIRECTORY's bundle with Nix into DIRECTORY/build, then upload it.
 
+    With --variant, only that variant is built (into DIRECTORY/result) and uploaded.
+
     \b
     Examples:
       kernelnix build-and-upload --dry-run examples/relu
       kernelnix build-and-upload -L --cores 8 --repo-id my-org/relu .
+      kernelnix build-and-upload --variant torch213-cxx11-cu126-x86_64-linux .
     """
-    from kernelnix.compile.nix import NixOptions, build_and_copy
+    from kernelnix.compile.nix import NixOptions, build_and_copy, build_with_nix
 
-    build_and_copy(directory, NixOptions(print_build_logs, max_jobs, cores))
-    _upload(directory, dry_run, no_import, **options)
+    nix = NixOptions(print_build_logs, max_jobs, cores)
+    if variant is None:
+        build_and_copy(directory, nix)
+    else:
+        build_with_nix(directory, variant, None, nix)
+    _upload(directory, **options)

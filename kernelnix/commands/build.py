@@ -9,11 +9,12 @@ from typing import Any
 import click
 
 from kernelnix.cli import DIR_ARGUMENT, exits_on, main, print_warnings, reports_user_errors
+from kernelnix.commands.nix import nix_options
 from kernelnix.compile import BuildError, build_variant
 from kernelnix.compile.develop import create_pyproject
 from kernelnix.compile.local import build_planned, plan_here
 from kernelnix.compile.variant import TOOLCHAINS
-from kernelnix.core.diagnostics import UserError
+from kernelnix.core.diagnostics import UserError, display_path
 from kernelnix.host.system import current_system
 from kernelnix.plan.build import SCHEMA_VERSION
 
@@ -43,6 +44,7 @@ reports_build_errors = exits_on(BuildError, "build failed: ")
     is_flag=True,
     help="With --local: no per-variant progress lines; build output goes to the terminal.",
 )
+@nix_options
 @reports_user_errors
 @reports_build_errors
 def build_command(
@@ -52,6 +54,9 @@ def build_command(
     unique_id: str | None,
     jobs: int | None,
     no_progress: bool,
+    print_build_logs: bool,
+    max_jobs: int | None,
+    cores: int | None,
 ) -> None:
     """Build the variants of DIRECTORY/build.toml into DIRECTORY/build/.
 
@@ -61,17 +66,27 @@ def build_command(
     one progress line each on stderr; on a terminal, their build output goes
     to DIRECTORY/build/.build/<variant>.log.
 
+    Without --local, `nix build` writes DIRECTORY/result; -L, --max-jobs and
+    --cores (-j is --cores) are passed to it.
+
     \b
     Examples:
       kernelnix build --local examples/relu
       kernelnix build --local examples/relu --variant torch213-cxx11-cpu-x86_64-linux
       kernelnix build examples/relu
+      kernelnix build -L --max-jobs 2 --cores 8 examples/relu
     """
     if not local:
-        from kernelnix.compile.nix import NixOptions, build_with_nix
+        from kernelnix.compile.nix import build_with_nix, nix_build_options
 
-        build_with_nix(directory, variant, unique_id, NixOptions(cores=jobs))
+        options = nix_build_options(print_build_logs, max_jobs, cores, jobs)
+        build_with_nix(directory, variant, unique_id, options)
         return
+    if print_build_logs or max_jobs is not None or cores is not None:
+        raise UserError.single(
+            "-L, --max-jobs and --cores are passed to Nix; a --local build runs no Nix",
+            fix="drop them, or use -j/--jobs for the compile jobs of a --local build",
+        )
     loaded, plan = plan_here(directory, unique_id)
     print_warnings(loaded.warnings)  # before the build, not after minutes of it
     result = build_planned(plan, directory, variant, jobs, progress=not no_progress)
@@ -178,21 +193,92 @@ def build_variant_command(
     click.echo(f"built {built}")
 
 
+TARGET_ARGUMENT = click.argument(
+    "target", required=False, type=click.Path(file_okay=False, path_type=Path)
+)
+
+
 @main.command("create-pyproject")
 @DIR_ARGUMENT
+@TARGET_ARGUMENT
 @click.option("-f", "--force", is_flag=True, help="Overwrite files that exist.")
+@UNIQUE_ID_OPTION
+@click.option("--kernel-sha", metavar="COMMIT", help="The kernel's git commit, for the metadata.")
+@click.option(
+    "--kernel-dirty", is_flag=True, help="The commit of --kernel-sha had uncommitted changes."
+)
 @reports_user_errors
-def create_pyproject_command(directory: Path, force: bool) -> None:
-    """Write pyproject.toml and setup.py for local development in DIRECTORY.
+def create_pyproject_command(
+    directory: Path,
+    target: Path | None,
+    force: bool,
+    unique_id: str | None,
+    kernel_sha: str | None,
+    kernel_dirty: bool,
+) -> None:
+    """Write pyproject.toml and setup.py for local development into TARGET
+    (default: DIRECTORY, the kernel).
 
-    `pip install --no-build-isolation -e DIRECTORY` then builds the variant of
+    `pip install --no-build-isolation -e TARGET` then builds the variant of
     this machine with kernelnix's CMake project and writes
-    compile_commands.json for IDEs.
+    compile_commands.json for IDEs. --unique-id, --kernel-sha and
+    --kernel-dirty are recorded in setup.py for that build.
 
     \b
     Examples:
       kernelnix create-pyproject examples/relu
       pip install --no-build-isolation -e examples/relu
+      kernelnix create-pyproject -f . --unique-id dev --kernel-sha "$(git rev-parse HEAD)"
     """
-    for path in create_pyproject(directory, force=force):
+    from kernelnix.compile.develop import kernel_revision
+
+    kernel_git = kernel_revision(kernel_sha, kernel_dirty)
+    written = create_pyproject(
+        directory, target, force=force, unique_id=unique_id, kernel_git=kernel_git
+    )
+    for path in written:
         click.echo(f"wrote {path}")
+
+
+@main.command("clean-pyproject")
+@DIR_ARGUMENT
+@TARGET_ARGUMENT
+@click.option("-d", "--dry-run", is_flag=True, help="List the files; delete nothing.")
+@click.option("-f", "--force", is_flag=True, help="Delete without asking.")
+@click.option(
+    "--ops-id",
+    metavar="ID",
+    help="Only the build outputs of this unique id (create-pyproject's --unique-id).",
+)
+@reports_user_errors
+def clean_pyproject_command(
+    directory: Path, target: Path | None, dry_run: bool, force: bool, ops_id: str | None
+) -> None:
+    """Delete what create-pyproject wrote into TARGET (default: DIRECTORY) and
+    what `pip install -e` built into the package (_ops.py, the op libraries).
+
+    Files of those names that kernelnix did not write are kept. Asks before
+    deleting unless -f.
+
+    \b
+    Examples:
+      kernelnix clean-pyproject --dry-run examples/relu
+      kernelnix clean-pyproject -f . --ops-id dev
+    """
+    from kernelnix.compile.develop import pyproject_leftovers
+
+    leftovers = pyproject_leftovers(directory, target, ops_id)
+    for path in leftovers.foreign:
+        click.echo(f"note: kept {display_path(path)}: not written by kernelnix", err=True)
+    if not leftovers.generated:
+        click.echo("nothing to clean")
+        return
+    for path in leftovers.generated:
+        click.echo(f"{'would delete' if dry_run else 'to delete:'} {display_path(path)}")
+    if dry_run:
+        return
+    if not force:
+        click.confirm(f"Delete these {len(leftovers.generated)} file(s)?", abort=True)
+    for path in leftovers.generated:
+        path.unlink()
+    click.echo(f"deleted {len(leftovers.generated)} file(s)")

@@ -1,22 +1,28 @@
-"""`kernelnix check [PATH]`: run the post-build checks on a variant or a build tree."""
+"""Post-build checks on a variant or a build tree: `kernelnix check` (every rule),
+and kernel-builder's `check-abi` (the shared-library rules) and `check-builds`
+(the metadata.json rules)."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from kernelnix.checks.context import DEFAULT_PYTHON_ABI, CheckOptions
+from kernelnix.checks.context import DEFAULT_PYTHON_ABI, CheckOptions, load_context
 from kernelnix.checks.policy import DEFAULT_POLICY
-from kernelnix.checks.report import render_reports, reports_json
-from kernelnix.checks.runner import check_tree
-from kernelnix.cli import main, reports_user_errors
+from kernelnix.checks.report import CheckReport, render_reports, reports_json
+from kernelnix.checks.rules import BINARY_RULES, METADATA_RULES, VariantRule
+from kernelnix.checks.runner import check_tree, discover_variants, validate_options
+from kernelnix.cli import DIR_ARGUMENT, F, main, reports_user_errors
 from kernelnix.core.diagnostics import Diagnostic, UserError
 from kernelnix.core.version import Version
 
 EXIT_VIOLATIONS = 1
+# kernel-builder's check-abi default.
+DEFAULT_MANYLINUX = "manylinux_2_28"
 
 
 def _version_option(value: str | None, key: str) -> Version | None:
@@ -36,6 +42,88 @@ def _version_option(value: str | None, key: str) -> Version | None:
         ) from exc
 
 
+def abi_options(func: F) -> F:
+    """The binary rules' settings, shared by check and check-abi."""
+    options = [
+        click.option(
+            "-p",
+            "--python-abi",
+            default=DEFAULT_PYTHON_ABI,
+            show_default=True,
+            metavar="V",
+            help="Oldest Python whose stable ABI (abi3) the libraries must stick to.",
+        ),
+        click.option(
+            "--torch-stable-abi",
+            "stable_abi",
+            default=None,
+            metavar="V",
+            help="Torch stable-ABI target (default: from torch-stable-abi<V>-… names).",
+        ),
+        click.option(
+            "--macos",
+            default=None,
+            metavar="V",
+            help="Highest allowed minimum macOS (default: 26.0 for Metal, else 15.0).",
+        ),
+        click.option(
+            "--redistributable/--local",
+            default=True,
+            show_default=True,
+            help="--local allows build-machine RPATHs (host-toolchain builds).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _options(
+    policy: str,
+    python_abi: str,
+    stable_abi: str | None,
+    macos: str | None,
+    redistributable: bool,
+    import_check: bool = False,
+) -> CheckOptions:
+    return CheckOptions(
+        policy=policy,
+        python_abi=python_abi,
+        stable_abi=_version_option(stable_abi, "torch-stable-abi"),
+        macos_min=_version_option(macos, "macos"),
+        redistributable=redistributable,
+        import_check=import_check,
+    )
+
+
+def _print_reports(reports: list[CheckReport], as_json: bool) -> None:
+    """The reports on stdout; exit code 1 when a variant has violations."""
+    if as_json:
+        click.echo(json.dumps(reports_json(reports), indent=2))
+    else:
+        click.echo(render_reports(reports))
+    if not all(report.ok for report in reports):
+        sys.exit(EXIT_VIOLATIONS)
+
+
+def _report(variant: Path, options: CheckOptions, rules: list[VariantRule]) -> CheckReport:
+    ctx = load_context(variant, options)
+    return CheckReport(
+        variant_dir=variant,
+        settings=ctx.settings(),
+        violations=[violation for rule in rules for violation in rule(ctx)],
+        notes=ctx.notes,
+        files_checked=ctx.listing.files,
+    )
+
+
+def check_rules(path: Path, options: CheckOptions, rules: list[VariantRule]) -> list[CheckReport]:
+    """Only `rules`, on every variant under `path` (found as `kernelnix check` finds them)."""
+    validate_options(options)
+    return [_report(variant, options, rules) for variant in discover_variants(path)]
+
+
 @click.command("check")
 @click.argument("path", required=False, default=".", type=click.Path(path_type=Path))
 @click.option(
@@ -45,50 +133,15 @@ def _version_option(value: str | None, key: str) -> Version | None:
     metavar="NAME",
     help="Symbol-version/library policy: kernel, or a manylinux_* level.",
 )
-@click.option(
-    "--python-abi",
-    default=DEFAULT_PYTHON_ABI,
-    show_default=True,
-    metavar="V",
-    help="Oldest Python whose stable ABI (abi3) the libraries must stick to.",
-)
-@click.option(
-    "--torch-stable-abi",
-    "stable_abi",
-    default=None,
-    metavar="V",
-    help="Torch stable-ABI target (default: from torch-stable-abi<V>-… names).",
-)
-@click.option(
-    "--macos",
-    default=None,
-    metavar="V",
-    help="Highest allowed minimum macOS (default: 26.0 for Metal, else 15.0).",
-)
-@click.option(
-    "--redistributable/--local",
-    default=True,
-    show_default=True,
-    help="--local allows build-machine RPATHs (host-toolchain builds).",
-)
+@abi_options
 @click.option(
     "--no-import",
     "no_import",
     is_flag=True,
     help="Skip importing each variant through the kernels loader.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
 @reports_user_errors
-def check(
-    path: Path,
-    policy: str,
-    python_abi: str,
-    stable_abi: str | None,
-    macos: str | None,
-    redistributable: bool,
-    no_import: bool,
-    as_json: bool,
-) -> None:
+def check(policy: str, path: Path, no_import: bool, as_json: bool, **abi: Any) -> None:
     """Check PATH: one variant directory, or a build tree of variants.
 
     Layout, metadata, Python sources (imports, op namespaces), shared
@@ -102,21 +155,60 @@ def check(
       kernelnix check build/
       kernelnix check --policy manylinux_2_28 --json result/torch213-cxx11-cpu-x86_64-linux
     """
-    options = CheckOptions(
-        policy=policy,
-        python_abi=python_abi,
-        stable_abi=_version_option(stable_abi, "torch-stable-abi"),
-        macos_min=_version_option(macos, "macos"),
-        redistributable=redistributable,
-        import_check=not no_import,
-    )
-    reports = check_tree(path, options)
-    if as_json:
-        click.echo(json.dumps(reports_json(reports), indent=2))
-    else:
-        click.echo(render_reports(reports))
-    if not all(report.ok for report in reports):
-        sys.exit(EXIT_VIOLATIONS)
+    reports = check_tree(path, _options(policy, import_check=not no_import, **abi))
+    _print_reports(reports, as_json)
+
+
+@click.command("check-abi")
+@DIR_ARGUMENT
+@click.option(
+    "-m",
+    "--manylinux",
+    default=DEFAULT_MANYLINUX,
+    show_default=True,
+    metavar="NAME",
+    help="The manylinux level (policy) of Linux libraries; `kernel` for kernelnix's own.",
+)
+@abi_options
+@reports_user_errors
+def check_abi(directory: Path, manylinux: str, as_json: bool, **abi: Any) -> None:
+    """Check the shared libraries of DIRECTORY's variants: manylinux symbol
+    versions and libraries (or the macOS deployment target), Python's stable
+    ABI (abi3) and, for stable-ABI variants, Torch's stable ABI.
+
+    Variants are found as `kernelnix check` finds them (result/, build/, the
+    directory itself); only the shared-library rules run. Exit code 1 when a
+    library has violations, 2 for bad input.
+
+    \b
+    Examples:
+      kernelnix check-abi examples/relu
+      kernelnix check-abi -m manylinux_2_34 -p 3.10 --local build/
+    """
+    reports = check_rules(directory, _options(manylinux, **abi), BINARY_RULES)
+    _print_reports(reports, as_json)
+
+
+@click.command("check-builds")
+@DIR_ARGUMENT
+@click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@reports_user_errors
+def check_builds(directory: Path, as_json: bool) -> None:
+    """Parse the metadata.json of each of DIRECTORY's variants (result/, build/
+    or the directory itself) and check it against the variant's name.
+
+    Exit code 1 when a variant's metadata is missing or invalid, 2 when there
+    are no variants.
+
+    \b
+    Examples:
+      kernelnix check-builds examples/relu
+      kernelnix check-builds --json result
+    """
+    reports = check_rules(directory, CheckOptions(import_check=False), METADATA_RULES)
+    _print_reports(reports, as_json)
 
 
 main.add_command(check)
+main.add_command(check_abi)
+main.add_command(check_builds)

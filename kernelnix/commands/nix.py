@@ -1,4 +1,4 @@
-"""Commands over the kernel's Nix flake: generate, build-and-copy.
+"""Commands over the kernel's Nix flake: generate, build-and-copy, devshell, testshell.
 
 `kernelnix build` (without --local) and `list-variants --nix` reach Nix through
 kernelnix.compile.nix as well.
@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
-from kernelnix.compile.nix import NixOptions, build_and_copy
+from kernelnix.compile.nix import NixOptions, build_and_copy, enter_shell
 from kernelnix.config import load_config
 from kernelnix.emit.flake import TOOLCHAINS, generate
 
@@ -22,8 +22,12 @@ def nix_options(func: Any) -> Any:
     for option in reversed(
         [
             click.option("-L", "--print-build-logs", is_flag=True, help="Show build logs."),
-            click.option("--max-jobs", type=int, help="Builds Nix runs at once."),
-            click.option("--cores", type=int, help="CPU cores each build may use."),
+            click.option("--max-jobs", type=click.IntRange(min=0), help="Builds Nix runs at once."),
+            click.option(
+                "--cores",
+                type=click.IntRange(min=0),
+                help="CPU cores each build may use (0: all).",
+            ),
         ]
     ):
         func = option(func)
@@ -98,3 +102,51 @@ def build_and_copy_command(
       kernelnix build-and-copy -L --max-jobs 2 --cores 8 .
     """
     build_and_copy(directory, NixOptions(print_build_logs, max_jobs, cores))
+
+
+def shell_command(name: str, help_text: str) -> None:
+    """Register `kernelnix <name>`: `nix develop` on one of the kernel's shells."""
+
+    @main.command(name, help=help_text)
+    @DIR_ARGUMENT
+    @click.option("--variant", metavar="NAME", help="The shell of this variant.")
+    @nix_options
+    @reports_user_errors
+    def command(
+        directory: Path,
+        variant: str | None,
+        print_build_logs: bool,
+        max_jobs: int | None,
+        cores: int | None,
+    ) -> None:
+        enter_shell(directory, name, variant, NixOptions(print_build_logs, max_jobs, cores))
+
+
+shell_command(
+    "devshell",
+    """Enter DIRECTORY's development shell (`nix develop`): the toolchain's
+    environment with `kernelnix` for `kernelnix build --local`, and
+    LOCAL_KERNELS=<repo-id>=$PWD/build.
+
+    Without --variant, the shell of the best variant this machine builds.
+
+    \b
+    Examples:
+      kernelnix devshell
+      kernelnix devshell --variant torch213-cxx11-cu126-x86_64-linux examples/relu
+    """,
+)
+shell_command(
+    "testshell",
+    """Enter DIRECTORY's test shell (`nix develop`): a built variant on
+    PYTHONPATH, in LOCAL_KERNELS and KERNEL_PATH, as `nix run .#ci-test` runs
+    the tests. Nix builds the variant first if needed.
+
+    Without --variant, the best variant this machine builds.
+
+    \b
+    Examples:
+      kernelnix testshell
+      kernelnix testshell --variant torch213-cxx11-cpu-x86_64-linux examples/relu
+    """,
+)

@@ -15,6 +15,7 @@ from kernelnix.core.fileio import write_atomic
 from kernelnix.host.system import current_system
 from kernelnix.plan.build import PLAN_FILE, PlanOptions, build_plan, plan_json
 from kernelnix.variants.matrix import load_matrix
+from kernelnix.variants.names import parse_variant_name
 
 
 @main.command("list-variants")
@@ -32,9 +33,10 @@ from kernelnix.variants.matrix import load_matrix
     is_flag=True,
     help="List what the kernel's flake builds here instead (nix eval .#variants).",
 )
+@click.option("--arch", is_flag=True, help="Only the compiled variants (no noarch ones).")
 @reports_user_errors
 def list_variants(
-    directory: Path, system: str | None, all_systems: bool, as_json: bool, nix: bool
+    directory: Path, system: str | None, all_systems: bool, as_json: bool, nix: bool, arch: bool
 ) -> None:
     """List the build variants of DIRECTORY/build.toml, one per line.
 
@@ -45,6 +47,7 @@ def list_variants(
       kernelnix list-variants examples/relu
       kernelnix list-variants examples/relu --all-systems --json
       kernelnix list-variants examples/relu --nix
+      kernelnix list-variants examples/relu-noarch --arch
     """
     if system and all_systems:
         raise UserError.single(
@@ -54,7 +57,7 @@ def list_variants(
     if nix:
         from kernelnix.compile.nix import flake_variants
 
-        found = flake_variants(directory, systems)
+        found = _only_arch(flake_variants(directory, systems), arch)
         if as_json:
             click.echo(json.dumps(found, indent=2))
         else:
@@ -69,14 +72,28 @@ def list_variants(
         click.echo(
             json.dumps(
                 {
-                    s: {name: _variant_summary(v) for name, v in plan["variants"][s].items()}
+                    s: {
+                        name: _variant_summary(v)
+                        for name, v in plan["variants"][s].items()
+                        if not arch or v["kind"] != "noarch"
+                    }
                     for s in plan["variants"]
                 },
                 indent=2,
             )
         )
         return
-    _echo_names({s: plan["systems"][s]["variants"] for s in plan["systems"]})
+    _echo_names(_only_arch({s: plan["systems"][s]["variants"] for s in plan["systems"]}, arch))
+
+
+def _only_arch(names: dict[str, list[str]], arch: bool) -> dict[str, list[str]]:
+    """With `arch`, the names of compiled variants only (kernel-builder's archVariants)."""
+    if not arch:
+        return names
+    return {
+        s: [n for n in listed if parse_variant_name(n).kind != "noarch"]
+        for s, listed in names.items()
+    }
 
 
 def _echo_names(names: dict[str, list[str]]) -> None:

@@ -1,5 +1,5 @@
 """Running Nix on a kernel project: the Nix side of `kernelnix build`,
-`build-and-copy` and `list-variants --nix`.
+`build-and-copy`, `devshell`, `testshell` and `list-variants --nix`.
 
 Each call first refreshes the generated files (kernelnix.emit.flake), checks that
 git will show them to Nix (flakes see only tracked files), prints the command
@@ -45,6 +45,19 @@ class NixOptions:
         if self.cores is not None:
             args += ["--cores", str(self.cores)]
         return args
+
+
+def nix_build_options(
+    print_build_logs: bool, max_jobs: int | None, cores: int | None, jobs: int | None
+) -> NixOptions:
+    """`kernelnix build`'s Nix options: its -j/--jobs is Nix's --cores."""
+    if jobs is not None and cores is not None and jobs != cores:
+        raise UserError.single(
+            f"-j {jobs} and --cores {cores} disagree (for Nix builds -j is --cores)",
+            key="--cores",
+            fix="pass one of them",
+        )
+    return NixOptions(print_build_logs, max_jobs, cores if cores is not None else jobs)
 
 
 def nix_executable() -> str:
@@ -137,6 +150,18 @@ def _host_reason(root: Path, variant: str) -> str:
     return f": {reason}" if reason else ""
 
 
+def _require_offered(root: Path, variant: str) -> None:
+    """UserError unless the flake builds `variant` on this machine's system."""
+    system = current_system()
+    offered = variants(root).get(system, [])
+    if variant not in offered:
+        raise UserError.single(
+            f"the flake does not build variant {variant!r} on {system}"
+            + _host_reason(root, variant),
+            fix="pick one of: " + (", ".join(offered) or "(none on this machine)"),
+        )
+
+
 def build_with_nix(
     directory: Path, variant: str | None, unique_id: str | None, options: NixOptions
 ) -> None:
@@ -150,14 +175,7 @@ def build_with_nix(
         )
     root = prepare(directory)
     if variant is not None:
-        system = current_system()
-        offered = variants(root).get(system, [])
-        if variant not in offered:
-            raise UserError.single(
-                f"the flake does not build variant {variant!r} on {system}"
-                + _host_reason(root, variant),
-                fix="pick one of: " + (", ".join(offered) or "(none on this machine)"),
-            )
+        _require_offered(root, variant)
     result = root / "result"
     run(
         nix_command(
@@ -165,6 +183,26 @@ def build_with_nix(
         )
     )
     click.echo(f"{result} -> {result.resolve()}")
+
+
+# `kernelnix devshell`/`testshell` -> the flake's shells of one variant, and the
+# shell without --variant (that of the best variant, the plan's ci-order).
+SHELLS = {"devshell": ("devShells", "default"), "testshell": ("testShells", "test")}
+
+
+def shell_command(root: Path, shell: str, variant: str | None, options: NixOptions) -> list[str]:
+    """The `nix develop` command line of a kernel's dev or test shell."""
+    per_variant, default = SHELLS[shell]
+    attribute = f"{per_variant}.{variant}" if variant else default
+    return nix_command("develop", f"{root}#{attribute}", *options.args())
+
+
+def enter_shell(directory: Path, shell: str, variant: str | None, options: NixOptions) -> None:
+    """Run `nix develop` on the kernel's `shell` (devshell, testshell) in its directory."""
+    root = prepare(directory)
+    if variant is not None:
+        _require_offered(root, variant)
+    run(shell_command(root, shell, variant, options), cwd=root)
 
 
 def build_and_copy(directory: Path, options: NixOptions) -> None:

@@ -114,8 +114,9 @@ def resolve_target(path: str | None, name: str | None, cwd: Path) -> tuple[Kerne
     """The kernel's names and directory, from `--name` and PATH as the reference resolves them.
 
     `--name owner/repo` names the kernel and gives the directory `./<name>`, which
-    PATH overrides. PATH alone must then be `owner/repo`: without a Hub login
-    kernelnix cannot look the owner up.
+    PATH overrides. PATH alone is the name when it reads `owner/repo`; else it is
+    the directory, whose name is the repository's. Neither: the current
+    directory. Without `owner/`, the owner is the user logged in to the Hub.
     """
     if name is not None:
         names = parse_repo_id(name)
@@ -129,12 +130,10 @@ def resolve_target(path: str | None, name: str | None, cwd: Path) -> tuple[Kerne
     elif path is not None and (names := parse_repo_id(path)) is not None:
         directory = cwd / names.name
     else:
-        raise UserError.single(
-            "cannot tell which Hub repository the kernel belongs to",
-            key="--name",
-            fix="pass --name <owner>/<repo> (or PATH as <owner>/<repo>); "
-            "kernelnix does not ask the Hub who you are",
-        )
+        from kernelnix.publish.hub import hub_user
+
+        directory = cwd / (path or ".")
+        names = KernelNames(hub_user(), directory.resolve().name)
     try:
         check_kernel_name(names.name)
     except ValueError as exc:

@@ -106,12 +106,46 @@ class Commit:
     operations: tuple[Operation, ...]
 
 
+@dataclass(frozen=True)
+class Pushed:
+    """A commit the Hub made: its id and page, and the pull request it opened or joined."""
+
+    oid: str
+    url: str
+    pull_request: str | None
+
+
 @dataclass
 class UploadResult:
     release: Release
     remote: RemoteState
     commits: list[Commit]
     url: str
+    dry_run: bool
+    pushed: list[Pushed] = field(default_factory=list)  # one per commit; none in a dry run
+
+    def summary(self) -> dict[str, Any]:
+        """What `upload --output-json` writes."""
+        pushed: list[Pushed | None] = [None] * len(self.commits) if self.dry_run else [*self.pushed]
+        return {
+            "repo-id": self.release.repo_id,
+            "branch": self.release.branch,
+            "new-branch": not self.remote.branch_exists,
+            "url": self.url,
+            "dry-run": self.dry_run,
+            "variants": [variant.name for variant in self.release.variants],
+            "commits": [
+                {
+                    "branch": commit.branch,
+                    "message": commit.message,
+                    "operations": len(commit.operations),
+                    "oid": done.oid if done else None,
+                    "url": done.url if done else None,
+                    "pull-request": done.pull_request if done else None,
+                }
+                for commit, done in zip(self.commits, pushed, strict=True)
+            ],
+        }
 
 
 # ------------------------------------------------------------- local side
@@ -425,9 +459,12 @@ def _hf_operation(operation: Operation) -> Any:
     )
 
 
-def push(api: Any, repo_id: str, repo_type: str, commits: list[Commit], create_pr: bool) -> None:
+def push(
+    api: Any, repo_id: str, repo_type: str, commits: list[Commit], create_pr: bool
+) -> list[Pushed]:
     """Send the commits; with `create_pr`, one pull request per branch collects its batches."""
     pull_requests: dict[str, str] = {}
+    pushed: list[Pushed] = []
     for commit in commits:
         opens_pr = create_pr and commit.branch not in pull_requests
         with _hub_step(f"cannot commit to branch `{commit.branch}` of {repo_id}"):
@@ -441,6 +478,8 @@ def push(api: Any, repo_id: str, repo_type: str, commits: list[Commit], create_p
             )
         if opens_pr:
             pull_requests[commit.branch] = info.pr_revision
+        pushed.append(Pushed(info.oid, info.commit_url, info.pr_url))
+    return pushed
 
 
 def _repo_url(api: Any, repo_type: str, repo_id: str, branch: str) -> str:
@@ -472,6 +511,29 @@ def default_api(require_token: bool) -> Any:
     return HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
 
 
+NAME_FIX = "pass --name <owner>/<repo>"
+
+
+def hub_user() -> str:
+    """The user logged in to the Hub (`whoami`): the owner of a kernel `init`
+    names without `--name`. UserError with that fix when the Hub cannot tell."""
+    from huggingface_hub import constants
+    from huggingface_hub.errors import LocalTokenNotFoundError
+
+    fix = NAME_FIX
+    if constants.HF_HUB_OFFLINE:
+        problem = "HF_HUB_OFFLINE is set, so the Hub cannot tell who you are"
+    else:
+        try:
+            return str(default_api(require_token=False).whoami()["name"])
+        except LocalTokenNotFoundError:
+            problem = "not logged in to the Hugging Face Hub, so it cannot tell who you are"
+            fix = f"run `hf auth login`, or {NAME_FIX}"
+        except _network_errors() as exc:
+            problem = f"cannot ask the Hub who you are: {exc}"
+    raise UserError.single(f"no owner for the kernel: {problem}", key="--name", fix=fix)
+
+
 def upload(
     directory: Path, options: UploadOptions, *, dry_run: bool = False, api: Any = None
 ) -> UploadResult:
@@ -485,10 +547,11 @@ def upload(
     release.repo_id = repo_id
     remote = read_remote(api, repo_id, options.repo_type, release.branch)
     commits = plan_commits(release, remote)
+    pushed: list[Pushed] = []
     if not dry_run:
         if not remote.branch_exists and release.branch != MAIN:
             with _hub_step(f"cannot create branch `{release.branch}` of {repo_id}"):
                 api.create_branch(repo_id, branch=release.branch, repo_type=options.repo_type)
-        push(api, repo_id, options.repo_type, commits, options.create_pr)
+        pushed = push(api, repo_id, options.repo_type, commits, options.create_pr)
     url = _repo_url(api, options.repo_type, repo_id, release.branch)
-    return UploadResult(release, remote, commits, url)
+    return UploadResult(release, remote, commits, url, dry_run, pushed)

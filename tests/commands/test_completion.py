@@ -36,7 +36,7 @@ def test_each_shell_gets_its_script(shell: str, marker: str) -> None:
 def test_an_unknown_shell_is_bad_input() -> None:
     result = CliRunner().invoke(main, ["completion", "tcsh"])
     assert result.exit_code == 2
-    assert "'tcsh' is not one of 'bash', 'zsh', 'fish'" in result.output
+    assert "'tcsh' is not one of 'bash', 'zsh', 'fish', 'elvish', 'powershell'" in result.output
 
 
 @needs_script
@@ -58,8 +58,8 @@ def test_the_completion_protocol_offers_list_variants() -> None:
     ("words", "offered"),
     [
         ("kernelnix li", ["list-variants"]),
-        ("kernelnix list-variants --a", ["--all-systems"]),
-        ("kernelnix completion ''", ["bash", "zsh", "fish"]),
+        ("kernelnix list-variants --a", ["--all-systems", "--arch"]),
+        ("kernelnix completion ''", ["bash", "zsh", "fish", "elvish", "powershell"]),
     ],
 )
 def test_bash_completes_with_the_script(words: str, offered: list[str]) -> None:

@@ -139,8 +139,8 @@ def test_class_name() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["some-dir"], "cannot tell which Hub repository the kernel belongs to"),
-        ([], "cannot tell which Hub repository the kernel belongs to"),
+        (["some-dir"], "HF_HUB_OFFLINE is set, so the Hub cannot tell who you are"),
+        ([], "HF_HUB_OFFLINE is set, so the Hub cannot tell who you are"),
         (["--name", "no-owner"], "invalid --name 'no-owner': expected <owner>/<repo>"),
         (["--name", "o/Upper"], "invalid kernel name 'Upper'"),
         (["--name", "o/kk", "--backends", "gpu"], "unknown backend(s): gpu"),

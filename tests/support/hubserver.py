@@ -1,7 +1,7 @@
 """A fake Hugging Face Hub on 127.0.0.1 for upload tests.
 
-It speaks the endpoints huggingface_hub's `create_repo` (and its repo-info
-fallback), `list_repo_refs`, `create_branch`, `list_repo_files` (tree) and
+It speaks the endpoints huggingface_hub's `whoami`, `create_repo` (and its
+repo-info fallback), `list_repo_refs`, `create_branch`, `list_repo_files` (tree) and
 `create_commit` (README check, preupload, NDJSON commit, pull requests) call,
 plus its user-agent detection. It keeps repositories in memory and records
 every request and commit. Every file is a regular (non-LFS) file.
@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 TOKEN = "hf_fake_kernelnix_token"
+USER = "kernelnix-tester"  # whoami's answer for TOKEN
 LIFETIME = 120.0
 MAX_BODY = 16 << 20
 URL_PREFIXES = {"model": "", "dataset": "datasets/", "space": "spaces/", "kernel": "kernels/"}
@@ -129,6 +130,11 @@ class FakeHub:
         repo.branches["main"] = Ref({".gitattributes": attributes}, _oid(repo_id, "init"))
         self.repos[(kind, repo_id)] = repo
         return {"url": url}
+
+    def whoami(self, authorization: str | None) -> dict[str, Any]:
+        if authorization != f"Bearer {TOKEN}":
+            raise HubError(401, "Invalid credentials in Authorization header")
+        return {"type": "user", "name": USER, "orgs": []}
 
     def repo(self, kind: str, repo_id: str) -> FakeRepo:
         repo = self.repos.get((kind, repo_id))
@@ -255,6 +261,8 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 return hub.create_repo(json.loads(body))
             if method == "POST" and segments == ["api", "validate-yaml"]:
                 return {"errors": [], "warnings": []}
+            if method == "GET" and segments == ["api", "whoami-v2"]:
+                return hub.whoami(self.headers.get("authorization"))
             if method == "GET" and segments == ["api", "agent-harnesses"]:
                 return {"standardEnvVars": [], "harnesses": {}}  # user-agent detection
             if (
