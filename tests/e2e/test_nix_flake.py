@@ -19,6 +19,7 @@ import pytest
 from fresh_python import run_python
 from nix_projects import clone_worktree, git, make_project, nix, nix_environment
 from paths import EXAMPLES
+from terminal import run_on_terminal
 
 from kernelnix.host.system import current_system
 from kernelnix.host.torch_probe import probe
@@ -242,16 +243,61 @@ def test_kernelnix_commands_run_nix(built: Built) -> None:
     assert listed.stdout.split() == built.variants
     assert "+ nix " in listed.stderr and "eval --json" in listed.stderr
     built_cli = subprocess.run(
-        ["kernelnix", "build", str(built.project), "--variant", built.ci_variant],
+        ["kernelnix", "build", str(built.project), "--variant", built.ci_variant,
+         "-L", "--max-jobs", "1", "--cores", "2"],
         capture_output=True,
         text=True,
         env=built.env,
-    )
+    )  # fmt: skip
     assert built_cli.returncode == 0, built_cli.stderr
     assert (
         "+ nix " in built_cli.stderr and f"{built.project}#{built.ci_variant}" in built_cli.stderr
     )
+    assert "--print-build-logs --max-jobs 1 --cores 2" in built_cli.stderr
     assert (built.project / "result" / built.ci_variant / "metadata.json").is_file()
+
+
+def run_kernelnix(built: Built, *args: str, input: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["kernelnix", *args], input=input, capture_output=True, text=True, env=built.env
+    )
+
+
+def test_dev_and_test_shells_through_kernelnix(built: Built, tmp_path: Path) -> None:
+    """kernel-builder's devshell/testshell: `nix develop` on the flake's shells, on a
+    terminal (bash reads the shell's environment only when interactive)."""
+    if built.project.name != "relu":
+        pytest.skip("relu only")
+    copy = copy_project(built, tmp_path / "copy")
+    show = 'echo "shown: $KERNELNIX_VARIANT ${PYTHONPATH##*/}"; exit\n'
+    expected = f"shown: {built.ci_variant} {built.ci_variant}"
+    code, output = run_on_terminal(["kernelnix", "testshell", str(copy)], show, built.env)
+    assert code == 0, output
+    assert f"{copy}#test" in output and expected in output
+    code, output = run_on_terminal(
+        ["kernelnix", "devshell", "--variant", built.ci_variant, str(copy)], show, built.env
+    )
+    assert code == 0, output
+    assert f"{copy}#devShells.{built.ci_variant}" in output
+    assert f"shown: {built.ci_variant} " in output
+    unknown = run_kernelnix(built, "testshell", "--variant", "torch-bogus", str(copy))
+    assert unknown.returncode == 2
+    assert "the flake does not build variant 'torch-bogus'" in unknown.stderr
+    assert f"pick one of: {', '.join(built.variants)}" in unknown.stderr
+
+
+def test_build_and_upload_one_variant(built: Built, tmp_path: Path) -> None:
+    """`build-and-upload --variant` builds that variant alone into result/ and uploads
+    it; the host toolchain's build is refused as not redistributable."""
+    if built.project.name != "relu":
+        pytest.skip("relu only")
+    copy = copy_project(built, tmp_path / "copy")
+    args = ["build-and-upload", "--variant", built.ci_variant, "--dry-run", "--no-import"]
+    done = run_kernelnix(built, *args, str(copy))
+    assert done.returncode == 2
+    assert f"result/{built.ci_variant}/metadata.json" in done.stderr
+    assert "built with the host toolchain, which is not redistributable" in done.stderr
+    assert [p.name for p in (copy / "result").iterdir()] == [built.ci_variant]
 
 
 def test_kernelnix_flake_package_runs_kernelnix(kernelnix_flake: Flake, tmp_path: Path) -> None:

@@ -250,6 +250,49 @@ def test_dry_run_sends_nothing(project: Path, hub: FakeHub) -> None:
     assert lines[-1] == f"dry run: nothing was sent to {hub.url}/kernels/{REPO}/tree/v1"
 
 
+def test_output_json_and_quiet(project: Path, hub: FakeHub, tmp_path: Path) -> None:
+    summary = tmp_path / "upload.json"
+    args = ["upload", "-q", "--no-import", "--output-json", str(summary), str(project)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    written = json.loads(summary.read_text())
+    heads = {name: ref.head for name, ref in hub.repos[("kernel", REPO)].branches.items()}
+    assert written == {
+        "repo-id": REPO,
+        "branch": "v1",
+        "new-branch": True,
+        "url": f"{hub.url}/kernels/{REPO}/tree/v1",
+        "dry-run": False,
+        "variants": ["torch-cpu", "torch-cuda"],
+        "commits": [
+            {
+                "branch": branch,
+                "message": MESSAGE,
+                "operations": operations,
+                "oid": heads[branch],
+                "url": f"{hub.url}/kernels/{REPO}/commit/{heads[branch]}",
+                "pull-request": None,
+            }
+            for branch, operations in (("v1", 8), ("main", 1))
+        ],
+    }
+
+
+def test_output_json_of_pull_requests_and_dry_runs(
+    project: Path, hub: FakeHub, tmp_path: Path
+) -> None:
+    summary = tmp_path / "upload.json"
+    args = ["upload", "--no-import", "--output-json", str(summary), str(project)]
+    assert CliRunner().invoke(main, [*args, "--dry-run"]).exit_code == 0
+    planned = json.loads(summary.read_text())
+    assert planned["dry-run"] is True
+    assert [(c["oid"], c["url"]) for c in planned["commits"]] == [(None, None), (None, None)]
+    assert CliRunner().invoke(main, [*args, "--create-pr"]).exit_code == 0
+    opened = [c["pull-request"] for c in json.loads(summary.read_text())["commits"]]
+    assert opened == [f"{hub.url}/kernels/{REPO}/discussions/{n}" for n in (1, 2)]
+
+
 def test_dry_run_plans_deletions(project: Path, hub: FakeHub) -> None:
     hub.seed("kernel", REPO, {"main": {}, "v1": {"build/torch-cpu/old.py": b""}})
     result = CliRunner().invoke(main, ["upload", "--dry-run", "--no-import", str(project)])
