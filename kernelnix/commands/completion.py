@@ -111,7 +111,7 @@ def completion_command(shell: str) -> None:
       eval "$(kernelnix completion bash)"      # in ~/.bashrc
       eval "$(kernelnix completion zsh)"       # in ~/.zshrc, after compinit
       kernelnix completion fish > ~/.config/fish/completions/kernelnix.fish
-      kernelnix completions elvish > ~/.config/elvish/lib/kernelnix.elv
+      eval (kernelnix completions elvish | slurp)  # in ~/.config/elvish/rc.elv
       kernelnix completions powershell >> $PROFILE
     """
     complete = get_completion_class(shell)

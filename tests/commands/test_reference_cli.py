@@ -243,7 +243,7 @@ def test_create_pyproject_into_a_target(tmp_path: Path, golden: Callable[[str, s
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in target.iterdir()) == ["pyproject.toml", "setup.py"]
     golden("pyproject/target-pyproject.toml", (target / "pyproject.toml").read_text())
-    golden("pyproject/target-setup.py", (target / "setup.py").read_text())
+    golden("pyproject/target-setup.py.txt", (target / "setup.py").read_text())
     assert not (kernel / "setup.py").exists()
 
 
@@ -251,7 +251,7 @@ def test_create_pyproject_defaults(tmp_path: Path, golden: Callable[[str, str], 
     kernel = copy_example("relu", tmp_path)
     assert kernelnix("create-pyproject", str(kernel)).exit_code == 0
     golden("pyproject/relu-pyproject.toml", (kernel / "pyproject.toml").read_text())
-    setup = (kernel / "setup.py").read_text()  # else as target-setup.py
+    setup = (kernel / "setup.py").read_text()  # else as target-setup.py.txt
     assert "KERNEL = (Path(__file__).resolve().parent / '.').resolve()\n" in setup
     assert "UNIQUE_ID = None\nKERNEL_GIT = None\n" in setup
 
