@@ -18,7 +18,7 @@ from kernelnix.cli import COMMAND_MODULES, main
 from kernelnix.host.system import current_system
 
 COMMANDS = main.list_commands(click.Context(main))
-JSON_COMMANDS = ["list-variants", "check-config", "check"]
+JSON_COMMANDS = ["list-variants", "check-config", "check", "check-abi", "check-builds"]
 
 
 def test_every_command_is_imported_lazily() -> None:

@@ -292,10 +292,11 @@ def test_a_wheel_builds_from_a_target_with_the_recorded_ids(tmp_path: Path) -> N
     assert '_OPS_NAME = f"_relu_noarch_{_get_backend()}_dev"' in (built / "_ops.py").read_text()
 
 
-@pytest.fixture
-def developed(tmp_path: Path) -> Path:
-    """relu-noarch after create-pyproject --unique-id dev and an in-place build."""
-    kernel = copy_example("relu-noarch", tmp_path)
+@pytest.fixture(params=["relu-noarch", "relu"])
+def developed(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """An example after create-pyproject --unique-id dev and an in-place build
+    (relu compiles its CPU variant)."""
+    kernel = copy_example(request.param, tmp_path)
     assert kernelnix("create-pyproject", str(kernel), "--unique-id", "dev").exit_code == 0
     subprocess.run(
         [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
@@ -304,33 +305,37 @@ def developed(tmp_path: Path) -> Path:
     return kernel
 
 
-def leftovers(kernel: Path) -> list[str]:
-    package = kernel / "torch-ext" / "relu_noarch"
-    return sorted(p.name for p in [*kernel.iterdir(), *package.iterdir()] if p.is_file())
+def package_files(kernel: Path) -> list[str]:
+    package = kernel / "torch-ext" / kernel.name.replace("-", "_")
+    return sorted(p.name for p in package.iterdir() if p.is_file())
 
 
 @pytest.mark.slow
 def test_clean_pyproject_deletes_what_create_pyproject_and_the_build_wrote(
     developed: Path,
 ) -> None:
-    generated = ["_ops.py", "pyproject.toml", "setup.py"]
-    before = leftovers(developed)
-    assert set(generated) <= set(before)
+    built = ["_ops.py"] + (["_relu_cpu_dev.abi3.so"] if developed.name == "relu" else [])
+    assert set(built) <= set(package_files(developed))
     dry = kernelnix("clean-pyproject", "-d", str(developed))
     assert dry.exit_code == 0, dry.output
-    assert dry.stdout.count("would delete ") == 3
+    assert dry.stdout.count("would delete ") == 2 + len(built)
     refused = kernelnix("clean-pyproject", str(developed), input="n\n")
     assert refused.exit_code == 1 and "Aborted" in refused.output
-    assert leftovers(developed) == before
+    assert (developed / "setup.py").is_file() and set(built) <= set(package_files(developed))
+
+    (developed / "setup.py").write_text("# my own setup.py\n")
     other = kernelnix("clean-pyproject", "-f", "--ops-id", "other", str(developed))
     assert other.exit_code == 0, other.output
-    assert "_ops.py" in leftovers(developed)
-    (developed / "setup.py").write_text("# my own setup.py\n")
-    done = kernelnix("clean-pyproject", str(developed), input="y\n")
+    assert "setup.py: not written by kernelnix" in other.stderr
+    assert "deleted 1 file(s)" in other.stdout  # pyproject.toml; the build is of id dev
+    assert (developed / "setup.py").is_file() and not (developed / "pyproject.toml").exists()
+    assert set(built) <= set(package_files(developed))
+
+    done = kernelnix("clean-pyproject", "--ops-id", "dev", str(developed), input="y\n")
     assert done.exit_code == 0, done.output
-    assert "note: kept" in done.stderr and "setup.py: not written by kernelnix" in done.stderr
-    assert "deleted 1 file(s)" in done.stdout  # _ops.py of the unique id dev
-    assert sorted(set(before) - set(leftovers(developed))) == ["_ops.py", "pyproject.toml"]
+    assert f"deleted {len(built)} file(s)" in done.stdout
+    assert not set(built) & set(package_files(developed))
+    assert (developed / "setup.py").read_text() == "# my own setup.py\n"
 
 
 def test_clean_pyproject_with_nothing_to_clean(tmp_path: Path) -> None:
