@@ -13,6 +13,8 @@ command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
 command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
 command -v patchelf >/dev/null 2>&1 || need_apt+=(patchelf)
+# elvish: the completion tests run its script in a real elvish session.
+command -v elvish >/dev/null 2>&1 || need_apt+=(elvish)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "+ apt-get install -y ${need_apt[*]}"
   $SUDO apt-get update -qq
