@@ -1,24 +1,40 @@
 #!/usr/bin/env bash
-# The main job: install what is needed, build the relu example kernel for this
-# machine (no Nix needed) and load it with the real `kernels` package.
+# The main job: install what is needed, generate the flake of the relu example
+# kernel, build its bundle with Nix (host toolchain) and load the result with the
+# real `kernels` package. `kernelnix build --local` is the no-Nix path (README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export HF_HUB_OFFLINE=1
-echo "+ kernelnix check-config examples/relu"
-kernelnix check-config examples/relu
-echo "+ kernelnix build --local examples/relu"
-kernelnix build --local examples/relu
-echo "+ python3 -c 'kernels.get_local_kernel(examples/relu/build).relu(x)'"
-python3 - <<'PY'
+root=$PWD
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# A flake sees only what git tracks: the kernel gets a repository of its own.
+echo "+ cp -r examples/relu $work/relu"
+cp -r examples/relu "$work/relu"
+rm -rf "$work/relu/build" "$work/relu/result"
+echo "+ kernelnix generate $work/relu --kernelnix-url git+file://$root"
+kernelnix generate "$work/relu" --kernelnix-url "git+file://$root"
+git -C "$work/relu" init -q
+git -C "$work/relu" add -A
+git -C "$work/relu" commit -q -m "relu example"
+echo "+ nix build .#bundle (in $work/relu)"
+(cd "$work/relu" && nix build .#bundle --print-build-logs)
+echo "+ python3 -c 'kernels.get_local_kernel(result).relu(x)'"
+python3 - "$work/relu/result" <<'PY'
+import sys
 from pathlib import Path
 
 import torch
 from kernels import get_local_kernel
 
-relu = get_local_kernel(Path("examples/relu/build"))
+bundle = Path(sys.argv[1])
+relu = get_local_kernel(bundle)
 x = torch.randn(8, 8)
 out = relu.relu(x)
 assert torch.equal(out, torch.relu(x)), "relu kernel gave a wrong result"
-print(f"loaded {relu.__name__} from examples/relu/build; relu(x) matches torch.relu on {tuple(x.shape)}")
+variants = sorted(p.name for p in bundle.iterdir() if (p / "metadata.json").is_file())
+print(f"nix build .#bundle built {', '.join(variants)}")
+print(f"loaded {relu.__name__} from the bundle; relu(x) matches torch.relu on {tuple(x.shape)}")
 PY
