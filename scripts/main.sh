@@ -18,6 +18,10 @@ echo "+ kernelnix generate $work/relu --kernelnix-url git+file://$root"
 kernelnix generate "$work/relu" --kernelnix-url "git+file://$root"
 git -C "$work/relu" init -q
 git -C "$work/relu" add -A
+# Lock before committing, so the tree Nix builds is clean (the op namespace then
+# carries the commit, not a `_dirty` id).
+(cd "$work/relu" && nix flake lock)
+git -C "$work/relu" add flake.lock
 git -C "$work/relu" commit -q -m "relu example"
 echo "+ nix build .#bundle (in $work/relu)"
 (cd "$work/relu" && nix build .#bundle --print-build-logs)
