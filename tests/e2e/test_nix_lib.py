@@ -19,7 +19,7 @@ from kernelnix.emit.flake import FlakeSettings, generate, render_flake
 from kernelnix.host.record import HOST_FILE, SCHEMA_VERSION
 
 LIB = ROOT / "nix" / "lib"
-HOST_TOOLCHAIN = ROOT / "nix" / "toolchains" / "host.nix"
+HOST_TOOLCHAIN = ROOT / "nix" / "toolchains" / "host"
 
 pytestmark = pytest.mark.skipif(shutil.which("nix-instantiate") is None, reason="needs Nix")
 
