@@ -91,7 +91,7 @@
       overlays.default = lib.hermetic.overlay;
 
       templates.default = {
-        path = ./templates/flake/init/default;
+        path = ./nix/templates/default;
         description = "A CPU relu kernel with build.toml, tests and a kernelnix flake";
         welcomeText = ''
           A kernelnix kernel project. Stage the files, then build:
