@@ -43,10 +43,11 @@ let
       kernelnixSource
       ;
   };
-  toolchains = {
-    host = import ../toolchains/host { inherit util kernelnixSrc; };
-    hermetic = import ../toolchains/hermetic { inherit util hermetic; };
-  };
+  # One toolchain per name in matrix.json's `toolchains` (the list kernelnix's
+  # Python offers too), from its directory nix/toolchains/<name>/.
+  toolchains = util.genAttrs matrix.toolchains (
+    name: import (../toolchains + "/${name}") { inherit util kernelnixSrc hermetic; }
+  );
 in
 {
   inherit hermetic;
@@ -54,6 +55,6 @@ in
   inherit matrix;
   inherit kernelnixSrc;
   systems = matrix.systems;
-  toolchainNames = builtins.attrNames toolchains;
+  toolchainNames = matrix.toolchains;
   kernelFlake = import ./kernel-flake.nix { inherit util toolchains kernelnixSrc; };
 }

@@ -12,7 +12,7 @@
 # nixpkgs.
 #
 # Interface: see ../host/default.nix.
-{ util, hermetic }:
+{ util, hermetic, ... }:
 {
   path,
   plan,

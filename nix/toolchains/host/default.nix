@@ -8,8 +8,9 @@
 # python3 at build time (env.sh); a wrong guess fails the build with a
 # message that says to run `kernelnix generate`.
 #
-# Interface shared by every toolchain (see docs/flake.md):
-#   { ... } -> { path, plan, nixpkgs, overlays } -> {
+# Interface shared by every toolchain (see docs/flake.md), each named in
+# matrix.json's `toolchains`:
+#   { util, kernelnixSrc, hermetic, ... } -> { path, plan, nixpkgs, overlays } -> {
 #     name; redistributable;
 #     offers = system -> name -> variant -> bool;  # variant: the plan's entry
 #     variantEnv = { system, name, variant } -> { builder; setup; env; passthru? };
@@ -19,7 +20,7 @@
 #     shellEnv = attrs;     # env of dev and test shells
 #     (optional) scriptEnvFor, shellEnvFor = variantName -> attrs: per variant
 #   }
-{ util, kernelnixSrc }:
+{ util, kernelnixSrc, ... }:
 {
   path,
   plan,
