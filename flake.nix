@@ -17,7 +17,7 @@
   # kernel's flake.lock without downloading them.
   inputs = {
     nixpkgs.url = "github:NixOS/nixpkgs/nixpkgs-unstable";
-    # glibc 2.27: the last nixpkgs revisions that ship it (nix/hermetic/glibc.nix).
+    # glibc 2.27: the last nixpkgs revisions that ship it (nix/toolchains/hermetic/glibc.nix).
     nixpkgs-glibc-2_27 = {
       url = "github:NixOS/nixpkgs/a9eb3eed170fa916e0a8364e5227ee661af76fde";
       flake = false;
@@ -87,11 +87,11 @@
 
       # kernelnix's nixpkgs overlay: `kernelnix` (the Python application) and
       # `kernelnixHermetic` (glibc 2.27, and per build set its Torch, toolkit,
-      # compiler and Python; nix/hermetic/overlay.nix).
+      # compiler and Python; nix/toolchains/hermetic/overlay.nix).
       overlays.default = lib.hermetic.overlay;
 
       templates.default = {
-        path = ./templates/flake/init/default;
+        path = ./nix/templates/default;
         description = "A CPU relu kernel with build.toml, tests and a kernelnix flake";
         welcomeText = ''
           A kernelnix kernel project. Stage the files, then build:

@@ -13,10 +13,10 @@ from kernelnix.commands.nix import nix_options
 from kernelnix.compile import BuildError, build_variant
 from kernelnix.compile.develop import create_pyproject
 from kernelnix.compile.local import build_planned, plan_here
-from kernelnix.compile.variant import TOOLCHAINS
 from kernelnix.core.diagnostics import UserError, display_path
 from kernelnix.host.system import current_system
 from kernelnix.plan.build import SCHEMA_VERSION
+from kernelnix.variants.matrix import TOOLCHAINS
 
 JOBS_OPTION = click.option(
     "-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs (default: Ninja's)."

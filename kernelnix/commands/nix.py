@@ -14,7 +14,8 @@ import click
 from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
 from kernelnix.compile.nix import NixOptions, build_and_copy, enter_shell
 from kernelnix.config import load_config
-from kernelnix.emit.flake import TOOLCHAINS, generate
+from kernelnix.emit.flake import generate
+from kernelnix.variants.matrix import TOOLCHAINS
 
 
 def nix_options(func: Any) -> Any:

@@ -32,8 +32,7 @@ from kernelnix.emit.cmake import cmake_project, noarch_ops_py, variant_of, write
 from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
 from kernelnix.plan.ids import check_unique_id, ops_id
 from kernelnix.plan.metadata import BuildProvenance, Metadata
-
-TOOLCHAINS = ("host", "hermetic")
+from kernelnix.variants.matrix import TOOLCHAINS
 
 
 class BuildError(Exception):

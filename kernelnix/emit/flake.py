@@ -28,7 +28,7 @@ from kernelnix.emit.escape import nix_string
 from kernelnix.emit.render import render
 from kernelnix.host.record import HOST_FILE, host_json, probe_host
 from kernelnix.plan.build import PLAN_FILE, PlanOptions, build_plan, plan_json
-from kernelnix.variants.matrix import matrix_data
+from kernelnix.variants.matrix import TOOLCHAINS, matrix_data
 
 FLAKE_FILE = "flake.nix"
 FLAKE_TEMPLATE = "flake/flake.nix.j2"
@@ -36,7 +36,6 @@ HEADER_PREFIX = "# kernelnix-generated: "
 # The plan's unique id for Nix; every variant build replaces it with the revision.
 NIX_UNIQUE_ID = "flake_rev"
 DEFAULT_KERNELNIX_URL = "kernelnix"  # a flake registry name
-TOOLCHAINS = ("host", "hermetic")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ compilers exist. `kernelnix generate` asks instead, from the Python it runs in,
 and writes the answer next to flake.nix: the variants of the plan this machine
 can build (kernelnix.host.machine decides, as for `kernelnix build --local`),
 why the others cannot be built, and the Python and PATH entries the
-builders use. nix/toolchains/host.nix reads it.
+builders use. nix/toolchains/host/default.nix reads it.
 """
 
 from __future__ import annotations

@@ -54,13 +54,17 @@ def _optional_version(text: str | None) -> Version | None:
 
 
 @cache
-@cache
 def matrix_data() -> dict[str, Any]:
     """matrix.json as plain data (read-only: it is shared), as Nix reads it."""
     data: dict[str, Any] = json.loads(
         resources.files("kernelnix.data").joinpath("matrix.json").read_text()
     )
     return data
+
+
+# The names of the Nix toolchains (nix/toolchains/<name>/). The Nix library
+# reads the same list from matrix.json.
+TOOLCHAINS: tuple[str, ...] = tuple(matrix_data()["toolchains"])
 
 
 def load_matrix() -> Matrix:

@@ -13,8 +13,8 @@ sha256 next to every file. A file counts when its name is the release for the
 system's architecture and the Python tag, and its build is the flavor: the
 local version (`2.13.0+cu126`) says so, and an untagged file (PyPI's) is
 opened remotely (HTTP range requests, a few hundred kB) to read
-`torch/version.py`. nix/hermetic/select.nix computes the same list of wheels
-from the same data (tests/test_hermetic.py compares them).
+`torch/version.py`. nix/toolchains/hermetic/select.nix computes the same list
+of wheels from the same data (tests/e2e/test_hermetic.py compares them).
 """
 
 from __future__ import annotations

@@ -10,28 +10,44 @@
 }:
 let
   util = import ./util.nix;
-  rootString = toString root;
-  relative = p: util.removePrefix (rootString + "/") (toString p);
-  # What builds read: the package with its templates (kernelnix/templates), so
-  # editing a README, a test or the flake template rebuilds nothing.
-  kernelnixSrc = builtins.path {
-    path = root;
-    name = "kernelnix-source";
-    filter =
-      p: type:
-      let
-        rel = relative p;
-      in
-      (rel == "kernelnix" || util.hasPrefix "kernelnix/" rel)
-      && baseNameOf p != "__pycache__"
-      && !util.hasSuffix ".pyc" rel;
-  };
+  # kernelnix's own files, as a filtered copy of `root`: the package with its
+  # templates (kernelnix/) plus the top-level `files`; never caches or bytecode.
+  # Every part of kernelnix that Nix builds from is made by this one filter.
+  kernelnixSource =
+    {
+      name,
+      files ? [ ],
+    }:
+    builtins.path {
+      path = root;
+      inherit name;
+      filter =
+        p: type:
+        let
+          rel = util.removePrefix (toString root + "/") (toString p);
+        in
+        (builtins.elem rel files || rel == "kernelnix" || util.hasPrefix "kernelnix/" rel)
+        && baseNameOf p != "__pycache__"
+        && !util.hasSuffix ".pyc" rel;
+    };
+  # What builds read: the package alone, so editing a README, a test or the
+  # flake template rebuilds nothing.
+  kernelnixSrc = kernelnixSource { name = "kernelnix-source"; };
   matrix = builtins.fromJSON (builtins.readFile (root + "/kernelnix/data/matrix.json"));
-  hermetic = import ../hermetic { inherit util root matrix inputs; };
-  toolchains = {
-    host = import ../toolchains/host.nix { inherit util kernelnixSrc; };
-    hermetic = import ../toolchains/hermetic.nix { inherit util hermetic; };
+  hermetic = import ../toolchains/hermetic/packages.nix {
+    inherit
+      util
+      root
+      matrix
+      inputs
+      kernelnixSource
+      ;
   };
+  # One toolchain per name in matrix.json's `toolchains` (the list kernelnix's
+  # Python offers too), from its directory nix/toolchains/<name>/.
+  toolchains = util.genAttrs matrix.toolchains (
+    name: import (../toolchains + "/${name}") { inherit util kernelnixSrc hermetic; }
+  );
 in
 {
   inherit hermetic;
@@ -39,6 +55,6 @@ in
   inherit matrix;
   inherit kernelnixSrc;
   systems = matrix.systems;
-  toolchainNames = builtins.attrNames toolchains;
+  toolchainNames = matrix.toolchains;
   kernelFlake = import ./kernel-flake.nix { inherit util toolchains kernelnixSrc; };
 }

@@ -71,8 +71,7 @@ needs_nix = pytest.mark.skipif(shutil.which("nix") is None, reason="needs Nix")
 def test_every_hermetic_nix_file_parses() -> None:
     files = [
         ROOT / "flake.nix",
-        *ROOT.glob("nix/hermetic/*.nix"),
-        ROOT / "nix" / "toolchains" / "hermetic.nix",
+        *ROOT.glob("nix/toolchains/hermetic/*.nix"),
         ROOT / "nix" / "lib" / "variant.nix",
         *FIXTURES.glob("*/*.nix"),
     ]

@@ -17,9 +17,10 @@ from kernelnix.config import load_config
 from kernelnix.emit.escape import nix_string
 from kernelnix.emit.flake import FlakeSettings, generate, render_flake
 from kernelnix.host.record import HOST_FILE, SCHEMA_VERSION
+from kernelnix.variants.matrix import TOOLCHAINS
 
 LIB = ROOT / "nix" / "lib"
-HOST_TOOLCHAIN = ROOT / "nix" / "toolchains" / "host.nix"
+HOST_TOOLCHAIN = ROOT / "nix" / "toolchains" / "host"
 
 pytestmark = pytest.mark.skipif(shutil.which("nix-instantiate") is None, reason="needs Nix")
 
@@ -52,7 +53,7 @@ def relu(tmp_path: Path) -> Path:
 def test_every_nix_file_parses(tmp_path: Path) -> None:
     rendered = tmp_path / "flake.nix"
     rendered.write_text(render_flake(FlakeSettings()))
-    files = [*ROOT.glob("nix/**/*.nix"), ROOT / "flake.nix", *ROOT.glob("templates/**/*.nix")]
+    files = [*ROOT.glob("nix/**/*.nix"), ROOT / "flake.nix"]
     for path in [*files, rendered]:
         done = subprocess.run(
             ["nix-instantiate", "--parse", str(path)], capture_output=True, text=True
@@ -194,3 +195,21 @@ def test_hermetic_toolchain_explains_what_is_missing(relu: Path) -> None:
     """
     done = nix_eval(f"({expression}).variants", check=False)
     assert 'toolchain "hermetic" needs a nixpkgs input' in done.stderr
+
+
+def test_the_library_has_exactly_the_toolchains_kernelnix_offers(relu: Path) -> None:
+    """One list of names (matrix.json): a directory each under nix/toolchains/,
+    each accepted by kernelFlake, any other name refused with the list."""
+    directories = sorted(p.name for p in (ROOT / "nix" / "toolchains").iterdir() if p.is_dir())
+    assert directories == sorted(TOOLCHAINS)
+    # A nixpkgs input that does not exist: listing variants never imports it.
+    library = f"import {LIB} {{ root = {nix_path(ROOT)}; inputs.nixpkgs = /nonexistent; }}"
+    assert nix_eval(f"({library}).toolchainNames") == list(TOOLCHAINS)
+    kernel = f"{{ outPath = {nix_path(relu)}; }}"
+    flake = f"({library}).kernelFlake {{ self = {kernel}; toolchain = t; }}"
+    for name in TOOLCHAINS:
+        variants = nix_eval(f"let t = {nix_string(name)}; in ({flake}).variants")
+        assert variants["x86_64-linux"], name
+    done = nix_eval(f'let t = "cross"; in ({flake}).variants', check=False)
+    names = ", ".join(sorted(TOOLCHAINS))
+    assert f'unknown toolchain "cross"; use one of: {names}' in done.stderr

@@ -25,9 +25,10 @@ from strategies import INJECTIONS, Project, argument, valid_projects
 
 from kernelnix.cli import main
 from kernelnix.emit.escape import nix_string
-from kernelnix.emit.flake import DEFAULT_KERNELNIX_URL, TOOLCHAINS
+from kernelnix.emit.flake import DEFAULT_KERNELNIX_URL
 from kernelnix.host.system import current_system
 from kernelnix.plan.build import PLAN_FILE
+from kernelnix.variants.matrix import TOOLCHAINS
 
 LIB = ROOT / "nix" / "lib"
 SYSTEM = current_system()

@@ -4,6 +4,7 @@ Nix and the host record. No Nix builds here; see e2e/test_nix_flake.py."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from paths import EXAMPLES, ROOT
+from paths import EXAMPLES, GOLDEN, ROOT
 
 from kernelnix.cli import main
 from kernelnix.config import load_config
@@ -30,7 +31,7 @@ from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.record import HOST_FILE, probe_host
 from kernelnix.plan.build import PLAN_FILE, plan_json
 
-TEMPLATE = ROOT / "templates" / "flake" / "init" / "default"
+TEMPLATE = ROOT / "nix" / "templates" / "default"
 
 HOSTILE = [
     'a"b',
@@ -179,5 +180,5 @@ def test_template_files_are_generated(golden: Callable[[str, str], None]) -> Non
     loaded = load_config(TEMPLATE)
     expected = {"flake.nix": render_flake(FlakeSettings()), PLAN_FILE: plan_json(nix_plan(loaded))}
     for name, text in expected.items():
-        golden(f"../../templates/flake/init/default/{name}", text)
+        golden(os.path.relpath(TEMPLATE / name, GOLDEN), text)
     assert not (TEMPLATE / HOST_FILE).exists()

@@ -1,7 +1,7 @@
 # The hermetic toolchain: everything from nixpkgs (pinned in kernelnix's
 # flake.lock, or the kernel flake's own `nixpkgs` input) with kernelnix's
 # overlay: per build set its own Torch wheel, CUDA/ROCm toolkit and a C/C++
-# compiler on glibc 2.27 (nix/hermetic). The variants are redistributable:
+# compiler on glibc 2.27 (./packages.nix). The variants are redistributable:
 # the build step runs the post-build checks with the default policy
 # (--redistributable), nothing of the build machine is read (no /usr, no
 # host Python, no impure variables), and outputs may come from a binary cache.
@@ -11,8 +11,8 @@
 # tvm-ffi. Deciding that reads data only: `nix eval .#variants` imports no
 # nixpkgs.
 #
-# Interface: see host.nix.
-{ util, hermetic }:
+# Interface: see ../host/default.nix.
+{ util, hermetic, ... }:
 {
   path,
   plan,
@@ -61,7 +61,7 @@ let
     in
     {
       builder = entry.shell;
-      setup = ./hermetic/setup.sh;
+      setup = ./setup.sh;
       env = entry.env;
       # What the derivation was given, for inspection (nix eval) and tests.
       passthru.hermetic = {
@@ -91,7 +91,7 @@ let
     else
       (entryOf system plan.variants.${system}.${variantName}).env
       // {
-        hostEnv = ./hermetic/env.sh;
+        hostEnv = ./env.sh;
       };
 in
 {

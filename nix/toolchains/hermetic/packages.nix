@@ -10,6 +10,7 @@
   root,
   matrix,
   inputs,
+  kernelnixSource,
 }:
 let
   lock = builtins.fromJSON (builtins.readFile (root + "/kernelnix/data/wheel-lock.json"));
@@ -17,26 +18,12 @@ let
 
   # What the Nix-packaged kernelnix is built from: the Python package (with its
   # templates) and the files pyproject.toml names.
-  rootString = toString root;
-  relative = p: util.removePrefix (rootString + "/") (toString p);
-  under = dir: rel: rel == dir || util.hasPrefix (dir + "/") rel;
-  pythonSource = builtins.path {
-    path = root;
+  pythonSource = kernelnixSource {
     name = "kernelnix-python-source";
-    filter =
-      p: type:
-      let
-        rel = relative p;
-      in
-      (
-        builtins.elem rel [
-          "pyproject.toml"
-          "README.md"
-        ]
-        || under "kernelnix" rel
-      )
-      && baseNameOf p != "__pycache__"
-      && !util.hasSuffix ".pyc" rel;
+    files = [
+      "pyproject.toml"
+      "README.md"
+    ];
   };
 
   glibcInput = name: "kernelnix (hermetic toolchain): the kernelnix flake has no `${name}` input; use kernelnix through its flake, whose flake.lock pins it";

@@ -1,7 +1,7 @@
 # What each build set of the matrix takes: pure data from matrix.json (its
 # `hermetic` part) and the wheel lock (kernelnix/data/wheel-lock.json), no
-# nixpkgs. kernelnix.variants.wheels (Python) reads the same data; tests/test_hermetic.py
-# checks that both name the same wheels.
+# nixpkgs. kernelnix.variants.wheels (Python) reads the same data;
+# tests/e2e/test_hermetic.py checks that both name the same wheels.
 {
   util,
   matrix,

@@ -5,11 +5,12 @@
 # What this machine can build comes from kernelnix-host.json next to flake.nix,
 # written by `kernelnix generate` (kernelnix.host.record). Without it, the
 # toolchain assumes the CPU variants of the newest Torch in the plan and finds
-# python3 at build time (host/env.sh); a wrong guess fails the build with a
+# python3 at build time (env.sh); a wrong guess fails the build with a
 # message that says to run `kernelnix generate`.
 #
-# Interface shared by every toolchain (see docs/flake.md):
-#   { ... } -> { path, plan, nixpkgs, overlays } -> {
+# Interface shared by every toolchain (see docs/flake.md), each named in
+# matrix.json's `toolchains`:
+#   { util, kernelnixSrc, hermetic, ... } -> { path, plan, nixpkgs, overlays } -> {
 #     name; redistributable;
 #     offers = system -> name -> variant -> bool;  # variant: the plan's entry
 #     variantEnv = { system, name, variant } -> { builder; setup; env; passthru? };
@@ -19,7 +20,7 @@
 #     shellEnv = attrs;     # env of dev and test shells
 #     (optional) scriptEnvFor, shellEnvFor = variantName -> attrs: per variant
 #   }
-{ util, kernelnixSrc }:
+{ util, kernelnixSrc, ... }:
 {
   path,
   plan,
@@ -65,13 +66,13 @@ let
       record.system == system && builtins.elem name record.variants;
 
   scriptEnv = {
-    hostEnv = ./host/env.sh;
+    hostEnv = ./env.sh;
     hostPython = if record == null then "" else record.python;
     hostPath = if record == null then "" else builtins.concatStringsSep ":" record.path;
   };
 
-  # The shared variant derivation runs host/setup.sh: this machine's Python
-  # (host/env.sh), the Torch check, kernelnix's source on PYTHONPATH.
+  # The shared variant derivation runs setup.sh: this machine's Python
+  # (env.sh), the Torch check, kernelnix's source on PYTHONPATH.
   variantEnv =
     {
       system,
@@ -80,7 +81,7 @@ let
     }:
     {
       builder = "/bin/sh";
-      setup = ./host/setup.sh;
+      setup = ./setup.sh;
       env = scriptEnv // {
         kernelnix = kernelnixSrc;
         torchRequirement = if variant.kind == "arch" || variant.kind == "tvm-ffi" then variant.torch else "any";
