@@ -75,6 +75,8 @@
       lib = {
         inherit (lib)
           kernelFlake
+          genKernelFlakeOutputs
+          genFlakeOutputs
           eachSystem
           shellQuote
           matrix

@@ -148,6 +148,11 @@ def _read_plan(path: Path) -> dict[str, Any]:
 )
 @click.option("--toolchain", type=click.Choice(TOOLCHAINS), default="host", show_default=True)
 @click.option("--redistributable", is_flag=True, help="Hold the result to the default policy.")
+@click.option(
+    "--no-import-check",
+    is_flag=True,
+    help="Skip the import through `kernels` (a flake's doGetKernelCheck = false).",
+)
 @JOBS_OPTION
 @click.option(
     "--work-dir",
@@ -166,6 +171,7 @@ def build_variant_command(
     kernel_git: str | None,
     toolchain: str,
     redistributable: bool,
+    no_import_check: bool,
     jobs: int | None,
     work_dir: Path | None,
 ) -> None:
@@ -189,6 +195,7 @@ def build_variant_command(
         redistributable=redistributable,
         jobs=jobs,
         work_dir=work_dir,
+        import_check=not no_import_check,
     )
     click.echo(f"built {built}")
 

@@ -14,7 +14,7 @@ from kernelnix.core.diagnostics import UserError
 from kernelnix.core.fileio import write_atomic
 from kernelnix.host.system import current_system
 from kernelnix.plan.build import PLAN_FILE, PlanOptions, build_plan, plan_json
-from kernelnix.variants.matrix import load_matrix
+from kernelnix.variants.matrix import load_matrix, read_build_sets
 from kernelnix.variants.names import parse_variant_name
 
 
@@ -138,8 +138,17 @@ def _systems_option(system: str | None, all_systems: bool) -> tuple[str, ...] | 
     type=click.Path(dir_okay=False, path_type=Path),
     help=f"Where to write the plan (default: DIRECTORY/{PLAN_FILE}).",
 )
+@click.option(
+    "--matrix",
+    "matrix_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='Build sets replacing the matrix\'s: JSON {"build-sets": [...]} in the form of '
+    "kernelnix/data/matrix.json (what a kernel flake's torchVersions gives).",
+)
 @reports_user_errors
-def plan_command(directory: Path, unique_id: str | None, output: Path | None) -> None:
+def plan_command(
+    directory: Path, unique_id: str | None, output: Path | None, matrix_file: Path | None
+) -> None:
     """Write the build plan of DIRECTORY/build.toml (JSON, every system).
 
     \b
@@ -147,10 +156,11 @@ def plan_command(directory: Path, unique_id: str | None, output: Path | None) ->
       kernelnix plan examples/relu
       kernelnix plan examples/relu -o /tmp/relu-plan.json --unique-id dev
     """
+    matrix = load_matrix(read_build_sets(matrix_file)) if matrix_file else None
     loaded = load_config(directory)
     print_warnings(loaded.warnings)
     try:
-        plan = build_plan(loaded, PlanOptions(unique_id=unique_id))
+        plan = build_plan(loaded, PlanOptions(unique_id=unique_id), matrix)
     except ValueError as exc:
         raise UserError.single(str(exc), key="--unique-id") from None
     target = output or loaded.path.parent / PLAN_FILE

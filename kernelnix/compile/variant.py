@@ -174,14 +174,23 @@ def _stage_noarch(plan: dict[str, Any], source_dir: Path, target: Path, metadata
     (target / "metadata.json").write_text(metadata)
 
 
-def run_post_build_checks(variant_dir: Path, redistributable: bool) -> None:
+def run_post_build_checks(
+    variant_dir: Path, redistributable: bool, import_check: bool = True
+) -> None:
     """The post-build hook: kernelnix.checks over the staged variant directory.
 
     Redistributable builds meet the default policy; host builds, which only
     need to load on this machine, the manylinux policy of its glibc.
+    `import_check=False` skips the import through `kernels` (kernel-builder's
+    doGetKernelCheck = false).
     """
     policy = DEFAULT_POLICY if redistributable else host_check_policy() or DEFAULT_POLICY
-    options = CheckOptions(policy=policy, redistributable=redistributable, python=sys.executable)
+    options = CheckOptions(
+        policy=policy,
+        redistributable=redistributable,
+        python=sys.executable,
+        import_check=import_check,
+    )
     report = run_checks(variant_dir, options)
     print(render_reports([report]), flush=True)
     if not report.ok:
@@ -216,6 +225,7 @@ def build_variant(
     redistributable: bool = False,
     jobs: int | None = None,
     work_dir: Path | None = None,
+    import_check: bool = True,
 ) -> Path:
     """Build one variant of `plan` into `out_dir/<variant_name>/` and return that path.
 
@@ -247,6 +257,6 @@ def build_variant(
             _stage_noarch(plan, source_dir, target, metadata)
         else:
             _install(build, target, variant)
-        run_post_build_checks(target, redistributable)
+        run_post_build_checks(target, redistributable, import_check)
         _remove_bytecode(target)
     return destination

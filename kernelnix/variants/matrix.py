@@ -7,8 +7,10 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
+from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.core.version import Version
 
 
@@ -67,19 +69,93 @@ def matrix_data() -> dict[str, Any]:
 TOOLCHAINS: tuple[str, ...] = tuple(matrix_data()["toolchains"])
 
 
-def load_matrix() -> Matrix:
-    data = matrix_data()
-    build_sets = tuple(
-        BuildSet(
-            torch=Version.parse(entry["torch"]),
-            backend=entry["backend"],
-            version=_optional_version(entry.get("version")),
-            systems=tuple(entry["systems"]),
-            bundle=bool(entry["bundle"]),
-            tvm_ffi=_optional_version(entry.get("tvm-ffi")),
-        )
-        for entry in data["build-sets"]
+def _build_set(entry: dict[str, Any]) -> BuildSet:
+    return BuildSet(
+        torch=Version.parse(entry["torch"]),
+        backend=entry["backend"],
+        version=_optional_version(entry.get("version")),
+        systems=tuple(entry["systems"]),
+        bundle=bool(entry.get("bundle", False)),
+        tvm_ffi=_optional_version(entry.get("tvm-ffi")),
     )
+
+
+def load_matrix(build_sets: tuple[BuildSet, ...] | None = None) -> Matrix:
+    """kernelnix's matrix; `build_sets` replaces its build sets (a flake's `torchVersions`)."""
+    data = matrix_data()
+    if build_sets is None:
+        build_sets = tuple(_build_set(entry) for entry in data["build-sets"])
     return Matrix(
         tuple(data["systems"]), build_sets, tuple(data["backend-order"]), data["toolkits"]
     )
+
+
+# Backends with a version in their build sets (`cu126`, `rocm71`, `xpu20253`).
+VERSIONED_BACKENDS = ("cuda", "rocm", "xpu")
+_FIELDS = {
+    "torch": str,
+    "backend": str,
+    "version": str,
+    "systems": list,
+    "bundle": bool,
+    "tvm-ffi": str,
+}
+_REQUIRED = ("torch", "backend", "systems")
+
+
+def _build_set_errors(entry: object, key: str) -> list[tuple[str, str]]:
+    """What is wrong with one entry of a `build-sets` list: (key path, problem) pairs."""
+    if not isinstance(entry, dict):
+        return [(key, f"expected an object, got {type(entry).__name__}")]
+    matrix = matrix_data()
+    problems = [(f"{key}.{name}", "unknown field") for name in entry if name not in _FIELDS]
+    problems += [(f"{key}.{name}", "missing") for name in _REQUIRED if name not in entry]
+    problems += [
+        (f"{key}.{name}", f"expected a {kind.__name__}")
+        for name, kind in _FIELDS.items()
+        if name in entry and not isinstance(entry[name], kind)
+    ]
+    if problems:
+        return problems
+    for name in ("torch", "version", "tvm-ffi"):
+        try:
+            _optional_version(entry.get(name))
+        except ValueError as exc:
+            problems.append((f"{key}.{name}", str(exc)))
+    backend = entry["backend"]
+    if backend not in matrix["backend-order"]:
+        known = ", ".join(matrix["backend-order"])
+        problems.append(
+            (f"{key}.backend", f"{backend!r} is not a backend kernelnix builds ({known})")
+        )
+    elif (backend in VERSIONED_BACKENDS) != ("version" in entry):
+        needed = "needs" if backend in VERSIONED_BACKENDS else "takes no"
+        problems.append((f"{key}.version", f"backend {backend!r} {needed} a version"))
+    unknown = [s for s in entry["systems"] if s not in matrix["systems"]]
+    if unknown:
+        known = ", ".join(matrix["systems"])
+        problems.append((f"{key}.systems", f"unknown system {unknown[0]!r} (known: {known})"))
+    return problems
+
+
+def read_build_sets(path: Path) -> tuple[BuildSet, ...]:
+    """The build sets of a matrix file (`{"build-sets": [...]}`, in matrix.json's form)."""
+    where = display_path(path)
+    fix = "write build sets in the form of kernelnix/data/matrix.json's `build-sets`"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError.single(f"cannot read the matrix: {exc}", file=where, fix=fix) from None
+    entries = data.get("build-sets") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise UserError.single(
+            "expected an object with a list", file=where, key="build-sets", fix=fix
+        )
+    problems = [
+        problem
+        for i, entry in enumerate(entries)
+        for problem in _build_set_errors(entry, f"build-sets[{i}]")
+    ]
+    if problems:
+        raise UserError([Diagnostic(m, file=where, key=k, fix=fix) for k, m in problems])
+    return tuple(_build_set(entry) for entry in entries)

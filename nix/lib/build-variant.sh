@@ -13,10 +13,11 @@ jobs=
 if [ "${NIX_BUILD_CORES:-0}" -gt 0 ]; then jobs="--jobs $NIX_BUILD_CORES"; fi
 policy=
 if [ -n "$redistributable" ]; then policy=--redistributable; fi
+if [ -n "${noImportCheck:-}" ]; then policy="$policy --no-import-check"; fi
 
-# shellcheck disable=SC2086 # $jobs is empty or two words, $policy empty or one
+# shellcheck disable=SC2086 # $jobs is empty or two words, $policy up to two
 exec "$KERNELNIX_PYTHON" -m kernelnix build-variant $jobs $policy \
-  --plan "$src/kernelnix-plan.json" \
+  --plan "$planFile" \
   --variant "$variant" \
   --system "$targetSystem" \
   --source "$src" \

@@ -1,11 +1,14 @@
-# The bundle: every bundle variant the toolchain offers, side by side, as the
-# Hub expects them (`<variant>/metadata.json`, ...), plus benchmarks/.
+# A bundle: variants side by side, as the Hub expects them
+# (`<variant>/metadata.json`, ...), plus benchmarks/ and, when the kernel has a
+# CARD.md template and the bundle any variant, the rendered CARD.md.
 { util }:
 {
   system,
   name,
   variants,
   benchmarks,
+  # A derivation with CARD.md (`kernelnix fill-card`), or null.
+  card,
   # The toolchain's shell and PATH (buildTools): the host's /bin/sh, or
   # nixpkgs' bash and coreutils for the hermetic toolchain.
   tools,
@@ -20,10 +23,12 @@ builtins.derivation {
       mkdir -p "$out"
       for variant in $variants; do cp -r "$variant"/. "$out"/; done
       if [ -n "$benchmarks" ]; then cp -r "$benchmarks/benchmarks" "$out/benchmarks"; fi
+      if [ -n "$card" ]; then cp "$card/CARD.md" "$out/CARD.md"; fi
     ''
   ];
   variants = builtins.attrValues variants;
   benchmarks = if benchmarks == null then "" else benchmarks;
+  card = if card == null || variants == { } then "" else card;
   PATH = tools.path;
   preferLocalBuild = true;
   allowSubstitutes = false;

@@ -48,13 +48,22 @@ let
   toolchains = util.genAttrs matrix.toolchains (
     name: import (../toolchains + "/${name}") { inherit util kernelnixSrc hermetic; }
   );
+  kernelFlake = import ./kernel-flake.nix {
+    inherit
+      util
+      toolchains
+      kernelnixSrc
+      matrix
+      ;
+  };
 in
 {
-  inherit hermetic;
+  inherit hermetic kernelFlake;
+  # kernel-builder's names for kernelFlake (./kernel-builder.nix).
+  inherit (import ./kernel-builder.nix { inherit kernelFlake; }) genKernelFlakeOutputs genFlakeOutputs;
   inherit (util) eachSystem shellQuote mkScript mkShell;
   inherit matrix;
   inherit kernelnixSrc;
   systems = matrix.systems;
   toolchainNames = matrix.toolchains;
-  kernelFlake = import ./kernel-flake.nix { inherit util toolchains kernelnixSrc; };
 }

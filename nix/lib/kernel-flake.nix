@@ -1,14 +1,25 @@
-# lib.kernelFlake: the outputs of a kernel project's flake, from its plan.
+# lib.kernelFlake: the outputs of a kernel project's flake, from its plan
+# (kernelnix-plan.json, else computed during evaluation: ./plan.nix).
 #
 #   kernelnix.lib.kernelFlake { inherit self; path = ./.; }
 #
-# packages.<system>: bundle (= default), one package per variant the toolchain
-# offers, redistributable.<variant> (redistributable toolchains only),
-# ci-test, ciTests.<variant>, build-and-copy, build-and-upload;
-# devShells.<system>: default, test, devShells.<variant>, testShells.<variant>;
-# variants.<system>: the variant names (plan and toolchain only: evaluating
-# them builds nothing).
-{ util, toolchains, kernelnixSrc }:
+# The outputs of kernel-builder's genKernelFlakeOutputs, for the variants the
+# toolchain offers:
+# packages.<system>: bundle (= default), one package per variant,
+# redistributable.<variant> (redistributable toolchains only),
+# backendBundle.<backend>, ci, backendCi.<backend>, ci-test,
+# ciTests.<variant or arch variant>, kernels, build-and-copy,
+# build-and-upload, variants and archVariants (name lists);
+# devShells.<system>: default, test, devShells.<variant or arch variant>,
+# testShells.<variant or arch variant>;
+# variants.<system>: the variant names (evaluating them builds nothing when
+# the plan is committed).
+{
+  util,
+  toolchains,
+  kernelnixSrc,
+  matrix,
+}:
 {
   self,
   path ? self.outPath,
@@ -18,33 +29,58 @@
   # Extra nixpkgs overlays for the hermetic toolchain (e.g. a toolkit
   # nixpkgs lacks); the host toolchain ignores them.
   overlays ? [ ],
+  # kernel-builder's arguments, with its meaning (docs/flake.md):
+  # default matrix (kernel-builder's form) -> the build sets to use.
+  torchVersions ? null,
+  # false: the variant builds skip the import through `kernels`.
+  doGetKernelCheck ? true,
+  # `ps: [ ... ]`: extra Python packages of ci-test and the shells, and
+  # packages on their PATH (hermetic toolchain; the host Python must have them).
+  pythonCheckInputs ? (ps: [ ]),
+  pythonNativeCheckInputs ? (ps: [ ]),
 }:
 let
-  plan = import ./plan.nix { inherit util path; };
-  sources = import ./sources.nix { inherit util; } { inherit path plan; };
-  tc =
+  toolchainFor =
+    system:
     if toolchains ? ${toolchain} then
-      toolchains.${toolchain} { inherit path plan nixpkgs overlays; }
+      toolchains.${toolchain} {
+        plan = plans.forSystem system;
+        inherit
+          path
+          nixpkgs
+          overlays
+          pythonCheckInputs
+          pythonNativeCheckInputs
+          ;
+      }
     else
       throw "kernelnix: unknown toolchain \"${toolchain}\"; use one of: ${builtins.concatStringsSep ", " (builtins.attrNames toolchains)}";
+  step = args: import ./step.nix { toolchain = toolchainFor args.system; } args;
+  plans = import ./plan.nix { inherit util; inherit (matrix) systems; } {
+    inherit path step;
+    buildSets = (import ./torch-versions.nix { inherit util matrix; }).buildSets torchVersions;
+  };
 
-  # The unique part of the op namespace, like the reference: the short commit
-  # (`-` -> `_`), else the dirty one; Nix older than 2.15 has no dirtyShortRev,
-  # so a dirty tree then uses the hash of the filtered sources.
-  revision =
-    self.shortRev or self.dirtyShortRev or "${builtins.substring 0 7 (baseNameOf "${sources.build}")}-dirty";
-  uniqueId = builtins.replaceStrings [ "-" ] [ "_" ] revision;
   # The commit in each variant's metadata (provenance): the plan's may be older.
   # A dirty tree on Nix older than 2.15 (no dirtyRev) records none.
   kernelGit = self.rev or self.dirtyRev or "";
-  mkVariant = import ./variant.nix { inherit util; } {
-    inherit plan;
-    toolchain = tc;
-  };
 
   perSystem =
     system:
     let
+      plan = plans.forSystem system;
+      tc = toolchainFor system;
+      sources = import ./sources.nix { inherit util; } { inherit path plan; };
+      # The unique part of the op namespace, like the reference: the short commit
+      # (`-` -> `_`), else the dirty one; Nix older than 2.15 has no dirtyShortRev,
+      # so a dirty tree then uses the hash of the filtered sources.
+      revision =
+        self.shortRev or self.dirtyShortRev or "${builtins.substring 0 7 (baseNameOf "${sources.build}")}-dirty";
+      uniqueId = builtins.replaceStrings [ "-" ] [ "_" ] revision;
+      mkVariant = import ./variant.nix { inherit util; } {
+        inherit plan;
+        toolchain = tc;
+      };
       systemPlan = plan.systems.${system};
       planVariants = plan.variants.${system};
       offered = builtins.filter (name: tc.offers system name planVariants.${name}) (
@@ -56,16 +92,61 @@ let
           inherit system name uniqueId kernelGit;
           variant = planVariants.${name};
           src = sources.build;
+          planFile = plans.fileFor system;
+          importCheck = doGetKernelCheck;
         }
       );
-      bundleNames = builtins.filter (name: builtins.elem name offered) systemPlan.bundle;
+      backendOf = name: planVariants.${name}.backend;
+      archName = name: util.archVariantName name planVariants.${name};
+      # An attribute per variant name and per arch variant name (kernel-builder's
+      # keys; the two differ for noarch and stable-ABI variants).
+      byVariantAndArch =
+        f:
+        util.genAttrs offered f
+        // builtins.listToAttrs (
+          map (name: {
+            name = archName name;
+            value = f name;
+          }) offered
+        );
+
       tools = tc.buildTools system;
-      bundle = import ./bundle.nix { inherit util; } {
-        inherit system tools;
-        name = "${plan.python-name}-bundle";
-        variants = util.genAttrs bundleNames (name: variants.${name});
-        inherit (sources) benchmarks;
-      };
+      card =
+        if sources.card == null then
+          null
+        else
+          step {
+            inherit system;
+            name = "${plan.python-name}-card";
+            args = [
+              "fill-card"
+              sources.card
+              "${builtins.placeholder "out"}/CARD.md"
+            ];
+          };
+      bundleOf =
+        name: names:
+        import ./bundle.nix { inherit util; } {
+          inherit system tools card;
+          name = "${plan.python-name}-${name}";
+          variants = util.genAttrs names (name: variants.${name});
+          inherit (sources) benchmarks;
+        };
+      bundleNames = builtins.filter (name: builtins.elem name offered) systemPlan.bundle;
+      ofBackend = backend: builtins.filter (name: backendOf name == backend);
+      # The offered variants, best first (bundle, then CUDA, ROCm, XPU, Metal,
+      # CPU, then newest Torch, then oldest backend version).
+      ranked = builtins.filter (name: builtins.elem name offered) systemPlan.ci-order;
+      # kernel-builder's `ci`: per backend, its best variant when that one is
+      # a bundle variant (non-bundle build sets are never bundled).
+      ciOf =
+        backend:
+        let
+          best = builtins.head (ofBackend backend ranked);
+        in
+        if planVariants.${best}.bundle then [ best ] else [ ];
+      ciBackends = util.unique (map backendOf ranked);
+
       scripts = import ./scripts.nix { inherit util kernelnixSrc; } {
         inherit system plan tools ciVariant;
         toolchain = tc;
@@ -75,31 +156,39 @@ let
         inherit system plan;
         toolchain = tc;
       };
-      ciTests = builtins.mapAttrs scripts.ciTest variants;
+      ciTest = name: scripts.ciTest name variants.${name};
+      bundle = bundleOf "bundle" bundleNames;
       buildAndCopy = scripts.buildAndCopy bundle;
-      ciVariant = util.findFirst (name: variants ? ${name}) systemPlan.ci-order;
+      ciVariant = if ranked == [ ] then null else builtins.head ranked;
       noVariant =
         what:
         throw "kernelnix: the ${tc.name} toolchain offers no variant of ${plan.name} on ${system}, so there is no ${what}; `kernelnix list-variants` shows the plan's variants";
     in
     {
-      packages =
-        variants
-        // {
-          inherit bundle ciTests;
-          default = bundle;
-          redistributable = if tc.redistributable then variants else { };
-          ci-test = if ciVariant == null then noVariant "ci-test" else ciTests.${ciVariant};
-          build-and-copy = buildAndCopy;
-          build-and-upload = scripts.buildAndUpload buildAndCopy;
-        };
+      packages = variants // {
+        inherit bundle;
+        default = bundle;
+        ciTests = byVariantAndArch ciTest;
+        redistributable = if tc.redistributable then variants else { };
+        backendBundle = util.genAttrs (util.unique (map backendOf bundleNames)) (
+          backend: bundleOf "${backend}-bundle" (ofBackend backend bundleNames)
+        );
+        ci = bundleOf "ci" (builtins.concatMap ciOf ciBackends);
+        backendCi = util.genAttrs ciBackends (backend: bundleOf "${backend}-ci" (ciOf backend));
+        ci-test = if ciVariant == null then noVariant "ci-test" else ciTest ciVariant;
+        kernels = scripts.kernels;
+        build-and-copy = buildAndCopy;
+        build-and-upload = scripts.buildAndUpload buildAndCopy;
+        variants = offered;
+        archVariants = util.unique (map archName offered);
+      };
       devShells = {
         default = shells.dev (if ciVariant == null then "" else ciVariant);
         test = if ciVariant == null then noVariant "test shell" else shells.test ciVariant variants.${ciVariant};
-        devShells = util.genAttrs offered shells.dev;
-        testShells = builtins.mapAttrs shells.test variants;
+        devShells = byVariantAndArch shells.dev;
+        testShells = byVariantAndArch (name: shells.test name variants.${name});
       };
       variants = offered;
     };
 in
-util.eachSystem (builtins.attrNames plan.systems) perSystem
+util.eachSystem plans.systems perSystem

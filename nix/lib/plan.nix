@@ -1,13 +1,25 @@
-# Read the kernel's plan (kernelnix-plan.json, written by `kernelnix generate`)
-# and refuse a plan that no longer matches build.toml or the Python package.
-{ util, path }:
+# The kernel's plan. kernelnix-plan.json (written by `kernelnix generate`) when
+# it matches build.toml and the package's Python files and the flake keeps
+# kernelnix's matrix; otherwise the plan is computed during evaluation (import
+# from derivation): `kernelnix plan` runs on the kernel source in a derivation
+# with the toolchain's Python, and its output is read. Nix keeps that output, so
+# the plan is computed again only when the source or the build sets change.
+{ util, systems }:
+{
+  path,
+  # null: kernelnix's matrix; else the build sets replacing it (torchVersions).
+  buildSets,
+  # Runs a kernelnix command in a derivation (./step.nix) for a system.
+  step,
+}:
 let
-  planFile = path + "/kernelnix-plan.json";
+  committedFile = path + "/kernelnix-plan.json";
   buildToml = path + "/build.toml";
   schemaVersion = 1;
-  regenerate = "run `kernelnix generate` in the kernel directory, then `git add kernelnix-plan.json`";
-  plan = builtins.fromJSON (builtins.readFile planFile);
-  tomlHash = builtins.hashFile "sha256" buildToml;
+  # The unique id of a plan for Nix (kernelnix.emit.flake.NIX_UNIQUE_ID): every
+  # variant build replaces it with the flake's revision.
+  uniqueId = "flake_rev";
+  committed = builtins.fromJSON (builtins.readFile committedFile);
 
   # The Python files of the package (the plan lists them in `sources`).
   pythonFiles =
@@ -21,28 +33,115 @@ let
           in
           if type == "directory" then
             (if name == "__pycache__" then [ ] else pythonFiles rel)
-          else if builtins.any (ext: util.hasSuffix ".${ext}" name) plan.pyext then
+          else if builtins.any (ext: util.hasSuffix ".${ext}" name) committed.pyext then
             [ rel ]
           else
             [ ]
         ) (builtins.readDir (path + "/${dir}"))
       )
     );
-  packageFiles = if builtins.pathExists (path + "/${plan.package-dir}") then pythonFiles plan.package-dir else [ ];
-  unlisted = builtins.filter (f: !builtins.elem f plan.sources) packageFiles;
-  missing = builtins.filter (f: !builtins.pathExists (path + "/${f}")) plan.sources;
+  packageFiles =
+    if builtins.pathExists (path + "/${committed.package-dir}") then
+      pythonFiles committed.package-dir
+    else
+      [ ];
+  unlisted = builtins.filter (f: !builtins.elem f committed.sources) packageFiles;
+  missing = builtins.filter (f: !builtins.pathExists (path + "/${f}")) committed.sources;
+
+  # Why kernelnix-plan.json cannot be used (null: it can).
+  stale =
+    if !builtins.pathExists committedFile then
+      null
+    else if (committed.schema-version or null) != schemaVersion then
+      "it has schema version ${toString (committed.schema-version or "none")}, this kernelnix reads ${toString schemaVersion}"
+    else if committed.build-toml-sha256 != builtins.hashFile "sha256" buildToml then
+      "build.toml changed since it was generated (plan: sha256 ${committed.build-toml-sha256}, build.toml: sha256 ${builtins.hashFile "sha256" buildToml})"
+    else if unlisted != [ ] then
+      "its sources lack ${builtins.concatStringsSep ", " unlisted}"
+    else if missing != [ ] then
+      "its sources ${builtins.concatStringsSep ", " missing} do not exist (or git does not track them)"
+    else
+      null;
+  useCommitted = builtins.pathExists committedFile && stale == null && buildSets == null;
+  why =
+    if !builtins.pathExists committedFile then
+      null
+    else if stale != null then
+      "kernelnix-plan.json is stale: ${stale}"
+    else
+      "torchVersions changes kernelnix's build sets, so kernelnix-plan.json (made with them) is not used";
+  computing =
+    value:
+    if why == null then
+      value
+    else
+      builtins.trace "kernelnix: ${why}; computing the plan during evaluation (`kernelnix generate` then `git add kernelnix-plan.json` skips that)" value;
+
+  # What `kernelnix plan` reads: the kernel directory without the flake's and
+  # kernelnix's generated files and without build outputs, so none of them
+  # makes the plan be computed again.
+  generated = [
+    "flake.nix"
+    "flake.lock"
+    "kernelnix-plan.json"
+    "kernelnix-host.json"
+    "build"
+    ".venv"
+  ];
+  source = builtins.path {
+    inherit path;
+    name = "kernel-plan-source";
+    filter =
+      p: type:
+      let
+        rel = util.removePrefix (toString path + "/") (toString p);
+      in
+      !builtins.elem rel generated
+      && !util.hasPrefix "result" rel
+      && baseNameOf p != "__pycache__"
+      && !util.hasSuffix ".pyc" rel;
+  };
+  matrixArgs =
+    if buildSets == null then
+      [ ]
+    else
+      [
+        "--matrix"
+        (builtins.toFile "kernelnix-build-sets.json" (builtins.toJSON { build-sets = buildSets; }))
+      ];
+  computed =
+    system:
+    step {
+      inherit system;
+      name = "kernel-plan";
+      args = [
+        "plan"
+        source
+        "--output"
+        "${builtins.placeholder "out"}/kernelnix-plan.json"
+        "--unique-id"
+        uniqueId
+      ] ++ matrixArgs;
+    };
+  computedFile = system: "${computed system}/kernelnix-plan.json";
 in
 if !builtins.pathExists buildToml then
   throw "kernelnix: no build.toml next to flake.nix (${toString path})"
-else if !builtins.pathExists planFile then
-  throw "kernelnix: kernelnix-plan.json is missing (or not tracked by git); ${regenerate}"
-else if (plan.schema-version or null) != schemaVersion then
-  throw "kernelnix: kernelnix-plan.json has schema version ${toString (plan.schema-version or "none")}, this kernelnix reads ${toString schemaVersion}; ${regenerate}"
-else if plan.build-toml-sha256 != tomlHash then
-  throw "kernelnix: kernelnix-plan.json is stale: build.toml changed since the plan was generated (plan: sha256 ${plan.build-toml-sha256}, build.toml: sha256 ${tomlHash}); ${regenerate}"
-else if unlisted != [ ] then
-  throw "kernelnix: kernelnix-plan.json is stale: its sources lack ${builtins.concatStringsSep ", " unlisted}; ${regenerate}"
-else if missing != [ ] then
-  throw "kernelnix: the plan's sources ${builtins.concatStringsSep ", " missing} do not exist (or git does not track them): `git add` them, or ${regenerate}"
+else if useCommitted then
+  {
+    systems = builtins.attrNames committed.systems;
+    forSystem = system: committed;
+    # The plan file a variant build reads, alone (editing nothing else rebuilds).
+    fileFor =
+      system:
+      builtins.path {
+        path = committedFile;
+        name = "kernelnix-plan.json";
+      };
+  }
 else
-  plan
+  {
+    inherit systems;
+    forSystem = system: computing (builtins.fromJSON (builtins.readFile (computedFile system)));
+    fileFor = computedFile;
+  }

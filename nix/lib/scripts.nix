@@ -1,4 +1,4 @@
-# The runnable outputs: ci-test, build-and-copy, build-and-upload. Scripts are
+# The runnable outputs: ci-test, kernels, build-and-copy, build-and-upload. Scripts are
 # plain text; the only values in them are store paths, variant names (checked
 # by util.checkVariantName) and strings passed through util.shellQuote.
 { util, kernelnixSrc }:
@@ -65,6 +65,12 @@ in
         fi
         exit "$status"
       '';
+
+  # `nix run .#kernels -- ...`: the `kernels` command of the toolchain's Python
+  # (kernel-builder's `kernels` output).
+  kernels = script ciVariant "kernels" ''
+    exec "$KERNELNIX_PYTHON" -c 'import sys; from kernels.cli import main; sys.argv[0] = "kernels"; sys.exit(main())' "$@"
+  '';
 
   # `nix run .#build-and-copy`: the bundle's variants into ./build, writable.
   buildAndCopy =

@@ -35,8 +35,17 @@ let
     dir: name: if builtins.pathExists (path + "/${dir}") then filtered name (underDir dir) else null;
 in
 {
-  # What a variant build reads: the plan's `sources` and the plan itself.
-  build = filtered "${plan.python-name}-source" (onlyFiles (plan.sources ++ [ "kernelnix-plan.json" ]));
+  # What a variant build reads: the plan's `sources` (the plan comes apart).
+  build = filtered "${plan.python-name}-source" (onlyFiles plan.sources);
+  # What `kernelnix fill-card` reads: the card template, build.toml, the
+  # package and benchmarks/; null without CARD.md.
+  card =
+    if builtins.pathExists (path + "/CARD.md") then
+      filtered "${plan.python-name}-card-source" (
+        p: type: onlyFiles (plan.sources ++ [ "CARD.md" ]) p type || underDir "benchmarks" p type
+      )
+    else
+      null;
   # tests/ for ci-test, benchmarks/ for the bundle; null when absent.
   tests = optionalDir "tests" "${plan.python-name}-tests";
   benchmarks = optionalDir "benchmarks" "${plan.python-name}-benchmarks";

@@ -128,6 +128,36 @@ rec {
     else
       default;
 
+  # A version as variant names write it: major and minor digits joined
+  # ("2.13" -> "213", "13" -> "130", "2025.3.2" -> "20253").
+  flatVersion =
+    version:
+    let
+      parts = builtins.filter builtins.isString (builtins.split "\\." version) ++ [ "0" ];
+    in
+    builtins.elemAt parts 0 + builtins.elemAt parts 1;
+
+  # kernel-builder's "arch variant" of a plan variant: the Torch name of the
+  # build set it is built from (what ciTests, devShells and testShells are keyed
+  # by). It differs from the variant's name for noarch (`torch-cpu`) and
+  # stable-ABI variants; tvm-ffi variants keep their name.
+  archVariantName =
+    name: variant:
+    let
+      compute =
+        if variant.backend == "cuda" then
+          "cu${flatVersion variant.backend-version}"
+        else if builtins.elem variant.backend [ "rocm" "xpu" ] then
+          "${variant.backend}${flatVersion variant.backend-version}"
+        else
+          variant.backend;
+      abi = if hasSuffix "-darwin" variant.system then "" else "cxx11-";
+    in
+    if variant.kind == "tvm-ffi" then
+      name
+    else
+      "torch${flatVersion variant.torch}-${abi}${compute}-${variant.system}";
+
   # ASCII lower case ("Jinja2" -> "jinja2").
   toLower =
     let

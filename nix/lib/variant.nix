@@ -15,8 +15,12 @@
   name,
   variant,
   src,
+  # The plan the build step reads (kernelnix-plan.json, or the computed one).
+  planFile,
   uniqueId,
   kernelGit,
+  # kernel-builder's doGetKernelCheck = false: no import through `kernels`.
+  importCheck ? true,
 }:
 let
   inputs = toolchain.variantEnv { inherit system name variant; };
@@ -24,7 +28,13 @@ in
 builtins.derivation (
   inputs.env
   // {
-    inherit system src uniqueId kernelGit;
+    inherit
+      system
+      src
+      planFile
+      uniqueId
+      kernelGit
+      ;
     name = "${plan.python-name}-${name}";
     builder = inputs.builder;
     args = [ ./build-variant.sh ];
@@ -35,5 +45,7 @@ builtins.derivation (
     # Redistributable builds meet the default check policy (--redistributable).
     redistributable = if toolchain.redistributable then "1" else "";
   }
+  # Only when set, so that the default changes no derivation.
+  // (if importCheck then { } else { noImportCheck = "1"; })
 )
 // (inputs.passthru or { })

@@ -18,6 +18,10 @@
   plan,
   nixpkgs ? null,
   overlays ? [ ],
+  # kernel-builder's arguments (`ps: [ ... ]`, nixpkgs' Python packages):
+  # added to the Python, and to PATH, of ci-test and the shells.
+  pythonCheckInputs ? (ps: [ ]),
+  pythonNativeCheckInputs ? (ps: [ ]),
 }:
 let
   inherit (hermetic) select;
@@ -89,8 +93,14 @@ let
     if system == null then
       throw "kernelnix (hermetic toolchain): no variant ${variantName} to take a Python from"
     else
-      (entryOf system plan.variants.${system}.${variantName}).env
+      let
+        entry = entryOf system plan.variants.${system}.${variantName};
+        native = map (p: "${p.bin or p}/bin") (pythonNativeCheckInputs entry.python.pkgs);
+      in
+      entry.env
       // {
+        KERNELNIX_PYTHON = "${entry.pythonEnvWith pythonCheckInputs}/bin/python3";
+        PATH = builtins.concatStringsSep ":" (native ++ [ entry.env.PATH ]);
         hostEnv = ./env.sh;
       };
 in
@@ -106,6 +116,21 @@ in
     {
       shell = "${pkgs.bash}/bin/bash";
       path = "${pkgs.coreutils}/bin";
+    };
+  # kernelnix's other steps (the plan, CARD.md): kernelnix without Torch.
+  stepEnv =
+    system:
+    let
+      pkgs = pkgsFor system;
+      python = pkgs.kernelnixHermetic.python.withPackages (ps: [ (ps.toPythonModule pkgs.kernelnix) ]);
+    in
+    {
+      builder = "${pkgs.bash}/bin/bash";
+      setup = ./setup.sh;
+      env = {
+        KERNELNIX_PYTHON = "${python}/bin/python3";
+        PATH = "${pkgs.coreutils}/bin";
+      };
     };
   scriptEnvFor = envFor;
   shellEnvFor = envFor;

@@ -65,12 +65,21 @@ let
       ;
     wheel = select.torchWheel system bs;
   };
-  pythonEnv = python.withPackages (ps: [
-    torch
-    (ps.toPythonModule kernelnix)
-    kernels
-    ps.pytest
-  ]);
+  # The Python of the build, the scripts and the shells; `extra` adds a kernel
+  # flake's pythonCheckInputs (`ps: [ ps.einops ]`) for ci-test and the shells.
+  pythonEnvWith =
+    extra:
+    python.withPackages (
+      ps:
+      [
+        torch
+        (ps.toPythonModule kernelnix)
+        kernels
+        ps.pytest
+      ]
+      ++ extra ps
+    );
+  pythonEnv = pythonEnvWith (ps: [ ]);
 
   binOutput = p: if builtins.elem "bin" (p.outputs or [ ]) then p.bin else p;
   binPath = packages: builtins.concatStringsSep ":" (map (p: "${binOutput p}/bin") packages);
@@ -123,6 +132,7 @@ in
     torch
     python
     pythonEnv
+    pythonEnvWith
     kernelnix
     kernels
     ;

@@ -15,6 +15,9 @@
 #     offers = system -> name -> variant -> bool;  # variant: the plan's entry
 #     variantEnv = { system, name, variant } -> { builder; setup; env; passthru? };
 #                           # inputs of the shared variant derivation (nix/lib/variant.nix)
+#     stepEnv = system -> { builder; setup; env };
+#                           # the same for other kernelnix commands (nix/lib/step.nix):
+#                           # the plan when none is committed, the bundle's CARD.md
 #     buildTools = system -> { shell; path; };  # for the bundle and scripts' builders
 #     scriptEnv = attrs;    # env of generated scripts: they source $hostEnv first
 #     shellEnv = attrs;     # env of dev and test shells
@@ -26,6 +29,10 @@
   plan,
   nixpkgs ? null,
   overlays ? [ ],
+  # kernel-builder's check inputs name nixpkgs packages, which this toolchain
+  # does not use: the host Python must have them already (docs/flake.md).
+  pythonCheckInputs ? null,
+  pythonNativeCheckInputs ? null,
 }:
 let
   recordFile = path + "/kernelnix-host.json";
@@ -71,24 +78,26 @@ let
     hostPath = if record == null then "" else builtins.concatStringsSep ":" record.path;
   };
 
-  # The shared variant derivation runs setup.sh: this machine's Python
-  # (env.sh), the Torch check, kernelnix's source on PYTHONPATH.
+  # The shared variant derivation and kernelnix's other steps run setup.sh:
+  # this machine's Python (env.sh), the Torch check, kernelnix's source on
+  # PYTHONPATH.
+  hostStep = torchRequirement: {
+    builder = "/bin/sh";
+    setup = ./setup.sh;
+    env = scriptEnv // {
+      kernelnix = kernelnixSrc;
+      inherit torchRequirement;
+      preferLocalBuild = true;
+      allowSubstitutes = false;
+    };
+  };
   variantEnv =
     {
       system,
       name,
       variant,
     }:
-    {
-      builder = "/bin/sh";
-      setup = ./setup.sh;
-      env = scriptEnv // {
-        kernelnix = kernelnixSrc;
-        torchRequirement = if variant.kind == "arch" || variant.kind == "tvm-ffi" then variant.torch else "any";
-        preferLocalBuild = true;
-        allowSubstitutes = false;
-      };
-    };
+    hostStep (if variant.kind == "arch" || variant.kind == "tvm-ffi" then variant.torch else "any");
 in
 {
   name = "host";
@@ -98,6 +107,7 @@ in
     variantEnv
     scriptEnv
     ;
+  stepEnv = system: hostStep "any";
   buildTools = system: {
     shell = "/bin/sh";
     path = "/usr/bin:/bin";
