@@ -123,7 +123,15 @@ let
         uniqueId
       ] ++ matrixArgs;
     };
-  computedFile = system: "${computed system}/kernelnix-plan.json";
+  # As a store path of its own, named like the committed file: a computed plan
+  # with the bytes `kernelnix generate` would commit gives the same variant
+  # derivations, so committing it later rebuilds nothing.
+  computedFile =
+    system:
+    builtins.path {
+      path = "${computed system}/kernelnix-plan.json";
+      name = "kernelnix-plan.json";
+    };
 in
 if !builtins.pathExists buildToml then
   throw "kernelnix: no build.toml next to flake.nix (${toString path})"
@@ -142,6 +150,8 @@ else if useCommitted then
 else
   {
     inherit systems;
-    forSystem = system: computing (builtins.fromJSON (builtins.readFile (computedFile system)));
+    forSystem =
+      system:
+      computing (builtins.fromJSON (builtins.readFile "${computed system}/kernelnix-plan.json"));
     fileFor = computedFile;
   }

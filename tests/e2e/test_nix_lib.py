@@ -1,6 +1,7 @@
 """The Nix library, evaluated with nix-instantiate (no flakes, no builds):
-helpers, the stale-plan check, the host toolchain's choice of variants,
-quoting of build.toml values, and that every Nix file parses."""
+helpers, the choice between the committed and a computed plan, the host
+toolchain's choice of variants, quoting of build.toml values, and that every
+Nix file parses."""
 
 from __future__ import annotations
 
@@ -80,36 +81,59 @@ def test_shell_quote_is_one_literal_word(value: str) -> None:
     assert done.stdout == value
 
 
-def plan_error(project: Path) -> str:
+def chosen_plan(project: Path, tmp_path: Path) -> tuple[str, str]:
+    """The `name` of the plan plan.nix gives, and the warning it printed.
+
+    Without a usable kernelnix-plan.json it computes the plan with `step`
+    (a derivation in the real library); here `step` hands back a directory
+    whose plan is named "computed", so nothing is built.
+    """
+    computed = tmp_path / "computed"
+    computed.mkdir(exist_ok=True)
+    (computed / "kernelnix-plan.json").write_text(json.dumps({"name": "computed"}))
     expression = f"""
-      (import {LIB}/plan.nix {{ util = import {LIB}/util.nix; path = {nix_path(project)}; }}).name
+      let
+        util = import {LIB}/util.nix;
+        plans = import {LIB}/plan.nix {{ inherit util; systems = [ "x86_64-linux" ]; }} {{
+          path = {nix_path(project)};
+          buildSets = null;
+          step = args: {{ outPath = {nix_string(str(computed))}; }};
+        }};
+      in (plans.forSystem "x86_64-linux").name
     """
     done = nix_eval(expression, check=False)
-    assert done.returncode != 0
-    stderr: str = done.stderr
-    return stderr
+    assert done.returncode == 0, done.stderr
+    name: str = json.loads(done.stdout)
+    return name, done.stderr
 
 
-def test_stale_plan_is_refused_with_the_fix(relu: Path) -> None:
+def test_fresh_plan_is_used(relu: Path, tmp_path: Path) -> None:
+    assert chosen_plan(relu, tmp_path) == ("relu", "")
+
+
+def test_stale_plan_is_replaced_with_a_warning(relu: Path, tmp_path: Path) -> None:
     (relu / "build.toml").write_text((relu / "build.toml").read_text() + "\n# edited\n")
-    message = plan_error(relu)
-    assert "kernelnix-plan.json is stale: build.toml changed" in message
-    assert "run `kernelnix generate`" in message
+    name, warning = chosen_plan(relu, tmp_path)
+    assert name == "computed"
+    assert "kernelnix-plan.json is stale: build.toml changed" in warning
+    assert "`kernelnix generate` then `git add kernelnix-plan.json` skips that" in warning
 
 
-def test_plan_missing_a_python_file_is_stale(relu: Path) -> None:
+def test_plan_missing_a_python_file_is_stale(relu: Path, tmp_path: Path) -> None:
     (relu / "torch-ext" / "relu" / "extra.py").write_text("X = 1\n")
-    assert "its sources lack torch-ext/relu/extra.py" in plan_error(relu)
+    name, warning = chosen_plan(relu, tmp_path)
+    assert name == "computed"
+    assert "its sources lack torch-ext/relu/extra.py" in warning
 
 
-def test_missing_source_file_is_named(relu: Path) -> None:
+def test_missing_source_file_is_named(relu: Path, tmp_path: Path) -> None:
     (relu / "relu_cpu" / "relu_cpu.cpp").unlink()
-    assert "the plan's sources relu_cpu/relu_cpu.cpp do not exist" in plan_error(relu)
+    assert "its sources relu_cpu/relu_cpu.cpp do not exist" in chosen_plan(relu, tmp_path)[1]
 
 
-def test_missing_plan_is_refused_with_the_fix(relu: Path) -> None:
+def test_missing_plan_is_computed_silently(relu: Path, tmp_path: Path) -> None:
     (relu / "kernelnix-plan.json").unlink()
-    assert "kernelnix-plan.json is missing" in plan_error(relu)
+    assert chosen_plan(relu, tmp_path) == ("computed", "")
 
 
 def offered(project: Path, system: str = "x86_64-linux") -> list[str]:
@@ -117,7 +141,12 @@ def offered(project: Path, system: str = "x86_64-linux") -> list[str]:
       let
         path = {nix_path(project)};
         util = import {LIB}/util.nix;
-        plan = import {LIB}/plan.nix {{ inherit util path; }};
+        plans = import {LIB}/plan.nix {{ inherit util; systems = [ ]; }} {{
+          inherit path;
+          buildSets = null;
+          step = throw "no step";
+        }};
+        plan = plans.forSystem "{system}";
         tc = import {HOST_TOOLCHAIN} {{ inherit util; kernelnixSrc = "/kernelnix"; }}
           {{ inherit path plan; }};
       in builtins.filter (n: tc.offers "{system}" n plan.variants."{system}".${{n}})

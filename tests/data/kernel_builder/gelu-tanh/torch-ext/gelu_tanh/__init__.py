@@ -1,0 +1,4 @@
+from . import layers
+from ._gelu import gelu_tanh
+
+__all__ = ["gelu_tanh", "layers"]
