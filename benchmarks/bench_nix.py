@@ -38,7 +38,6 @@ from nix_projects import (  # noqa: E402
 from paths import EXAMPLES  # noqa: E402
 
 from kernelnix.config import load_config  # noqa: E402
-from kernelnix.host.system import current_system  # noqa: E402
 from kernelnix.plan.build import PlanOptions, build_plan  # noqa: E402
 
 EVAL_TARGET_S = 1.0
@@ -91,10 +90,8 @@ def nix_build_from_scratch(project: Path, env: dict[str, str], variants: list[st
 
 
 def variants_of(project: Path, env: dict[str, str]) -> list[str]:
-    found: dict[str, list[str]] = json.loads(
-        nix(project, env, "eval", "--json", ".#variants").stdout
-    )
-    return found[current_system()]
+    found: list[str] = json.loads(nix(project, env, "eval", "--json", ".#variants").stdout)
+    return found
 
 
 def median_time(action: Callable[[], object], runs: int) -> float:

@@ -22,6 +22,7 @@ import click
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.process import run_shown
+from kernelnix.emit.escape import nix_string
 from kernelnix.emit.flake import generate
 from kernelnix.host.record import HOST_FILE
 from kernelnix.host.system import current_system
@@ -128,17 +129,28 @@ def prepare(directory: Path) -> Path:
     return root
 
 
-def variants(root: Path) -> dict[str, list[str]]:
-    """`nix eval --json <root>#variants`: system -> the variant names the flake builds."""
-    output = run(nix_command("eval", "--json", f"{root}#variants"), capture=True)
-    result: dict[str, list[str]] = json.loads(output)
+def variants(root: Path, systems: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """The flake's `packages.<system>.variants` (kernel-builder's lists, which
+    `nix eval .#variants` gives for this machine's system): system -> the
+    variant names the flake builds, for `systems` (None: every system of the flake).
+    """
+    wanted = (
+        "builtins.attrNames packages"
+        if systems is None
+        else "[ " + " ".join(nix_string(s) for s in systems) + " ]"
+    )
+    select = (
+        "packages: builtins.listToAttrs (map (system: { name = system; "
+        f"value = packages.${{system}}.variants or [ ]; }}) ({wanted}))"
+    )
+    command = nix_command("eval", "--json", f"{root}#packages", "--apply", select)
+    result: dict[str, list[str]] = json.loads(run(command, capture=True))
     return result
 
 
 def flake_variants(directory: Path, systems: Sequence[str] | None) -> dict[str, list[str]]:
     """The flake's variants of `systems` (None: every system)."""
-    found = variants(prepare(directory))
-    return {s: names for s, names in found.items() if systems is None or s in systems}
+    return variants(prepare(directory), systems)
 
 
 def _host_reason(root: Path, variant: str) -> str:
@@ -153,7 +165,7 @@ def _host_reason(root: Path, variant: str) -> str:
 def _require_offered(root: Path, variant: str) -> None:
     """UserError unless the flake builds `variant` on this machine's system."""
     system = current_system()
-    offered = variants(root).get(system, [])
+    offered = variants(root, [system])[system]
     if variant not in offered:
         raise UserError.single(
             f"the flake does not build variant {variant!r} on {system}"

@@ -11,9 +11,8 @@
 # ciTests.<variant or arch variant>, kernels, build-and-copy,
 # build-and-upload, variants and archVariants (name lists);
 # devShells.<system>: default, test, devShells.<variant or arch variant>,
-# testShells.<variant or arch variant>;
-# variants.<system>: the variant names (evaluating them builds nothing when
-# the plan is committed).
+# testShells.<variant or arch variant>. `nix eval --json .#variants`
+# (packages.<system>.variants) builds nothing when the plan is committed.
 {
   util,
   toolchains,
@@ -188,7 +187,6 @@ let
         devShells = byVariantAndArch shells.dev;
         testShells = byVariantAndArch (name: shells.test name variants.${name});
       };
-      variants = offered;
     };
 in
 util.eachSystem plans.systems perSystem

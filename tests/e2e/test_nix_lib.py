@@ -222,7 +222,7 @@ def test_hermetic_toolchain_explains_what_is_missing(relu: Path) -> None:
         toolchain = "hermetic";
       }}
     """
-    done = nix_eval(f"({expression}).variants", check=False)
+    done = nix_eval(f"({expression}).packages.x86_64-linux.variants", check=False)
     assert 'toolchain "hermetic" needs a nixpkgs input' in done.stderr
 
 
@@ -237,8 +237,10 @@ def test_the_library_has_exactly_the_toolchains_kernelnix_offers(relu: Path) -> 
     kernel = f"{{ outPath = {nix_path(relu)}; }}"
     flake = f"({library}).kernelFlake {{ self = {kernel}; toolchain = t; }}"
     for name in TOOLCHAINS:
-        variants = nix_eval(f"let t = {nix_string(name)}; in ({flake}).variants")
-        assert variants["x86_64-linux"], name
-    done = nix_eval(f'let t = "cross"; in ({flake}).variants', check=False)
+        variants = nix_eval(
+            f"let t = {nix_string(name)}; in ({flake}).packages.x86_64-linux.variants"
+        )
+        assert variants, name
+    done = nix_eval(f'let t = "cross"; in ({flake}).packages.x86_64-linux.variants', check=False)
     names = ", ".join(sorted(TOOLCHAINS))
     assert f'unknown toolchain "cross"; use one of: {names}' in done.stderr
