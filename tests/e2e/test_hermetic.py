@@ -615,3 +615,29 @@ def test_lock_wheels_command_reports_what_it_cannot_find(
     assert "locked torch 2.13.0 cu126 cp313 x86_64-linux" in result.output
     assert "not found: torch 2.13.0 cpu cp313 x86_64-linux" in result.output
     assert lock_path.exists()
+
+
+def test_kernelnix_steps_take_the_packaged_kernelnix_without_torch(
+    setup: Setup, tmp_path: Path
+) -> None:
+    """kernelnix's other steps (nix/lib/step.nix: the bundle's CARD.md here, and
+    the plan when none is committed) run the Nix-packaged kernelnix in a Python
+    without Torch, and nothing of this machine."""
+    project = tmp_path / "carded"
+    shutil.copytree(setup.complete, project, symlinks=True)
+    (project / "CARD.md").write_text("# {{ repo_id }}\n")
+    git(project, "add", "-A")
+    bundle = evaluate(setup, project, "packages.x86_64-linux.bundle.drvPath")
+    graph = closure(setup, bundle)
+    card_drv = next(path for path in graph if drv_name(path) == "relu-card")
+    card = graph[card_drv]
+    assert card["args"][1] == "fill-card"
+    assert card["args"][2].endswith("-relu-card-source")
+    python = card["env"]["KERNELNIX_PYTHON"]
+    assert python.startswith("/nix/store/") and python.endswith("/bin/python3")
+    names = [drv_name(path) for path in closure(setup, card_drv)]
+    assert any(name.startswith("kernelnix-") for name in names), names
+    assert not [name for name in names if name.startswith("torch")], names
+    strings = list(all_strings(card))
+    assert not [s for s in strings for host in host_strings() if host in s]
+    assert not [s for s in strings if s.startswith(("/usr", "/bin"))]
