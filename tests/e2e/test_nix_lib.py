@@ -15,10 +15,12 @@ import pytest
 from paths import EXAMPLES, ROOT
 
 from kernelnix.config import load_config
+from kernelnix.core.version import Version
 from kernelnix.emit.escape import nix_string
-from kernelnix.emit.flake import FlakeSettings, generate, render_flake
+from kernelnix.emit.flake import FlakeSettings, generate, nix_plan, render_flake
 from kernelnix.host.record import HOST_FILE, SCHEMA_VERSION
 from kernelnix.variants.matrix import TOOLCHAINS
+from kernelnix.variants.names import VariantName
 
 LIB = ROOT / "nix" / "lib"
 HOST_TOOLCHAIN = ROOT / "nix" / "toolchains" / "host"
@@ -244,3 +246,31 @@ def test_the_library_has_exactly_the_toolchains_kernelnix_offers(relu: Path) -> 
     done = nix_eval(f'let t = "cross"; in ({flake}).packages.x86_64-linux.variants', check=False)
     names = ", ".join(sorted(TOOLCHAINS))
     assert f'unknown toolchain "cross"; use one of: {names}' in done.stderr
+
+
+def test_arch_variant_names_match_the_python_grammar(tmp_path: Path) -> None:
+    """util.archVariantName (kernel-builder's keys of ciTests and the shells)
+    gives, for every variant of every example on every system, the Torch name
+    kernelnix.variants.names gives the variant's build set."""
+    cases: dict[str, dict[str, Any]] = {}
+    expected: dict[str, str] = {}
+    for example in sorted(p for p in EXAMPLES.iterdir() if (p / "build.toml").is_file()):
+        for system, variants in nix_plan(load_config(example))["variants"].items():
+            for name, v in variants.items():
+                key = f"{example.name} {name}"
+                cases[key] = {"name": name, "variant": v}
+                version = Version.parse(v["backend-version"]) if v["backend-version"] else None
+                torch = Version.parse(v["torch"])
+                arch = VariantName("arch", v["backend"], version, torch, system).render()
+                expected[key] = name if v["kind"] == "tvm-ffi" else arch
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    found = nix_eval(
+        f"""
+          let util = import {LIB}/util.nix;
+          in builtins.mapAttrs (key: case: util.archVariantName case.name case.variant)
+            (builtins.fromJSON (builtins.readFile {nix_path(tmp_path / "cases.json")}))
+        """
+    )
+    assert found == expected
+    kinds = {case["variant"]["kind"] for case in cases.values()}
+    assert {"arch", "noarch", "stable-abi"} <= kinds
