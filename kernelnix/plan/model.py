@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -39,6 +39,8 @@ def _kebab(name: str) -> str:
 class PlanModel(BaseModel):
     """A frozen table of the plan: kebab-case keys in the file, no unknown keys."""
 
+    NONE_IS_ABSENT: ClassVar[bool] = False  # a None field is written as null
+
     model_config = ConfigDict(
         alias_generator=_kebab,
         validate_by_alias=True,
@@ -63,6 +65,8 @@ class FrameworkSources(PlanModel):
 
 class PlanKernel(PlanModel):
     """A `[kernel.<name>]` table as build.toml gives it; the keys of other backends are absent."""
+
+    NONE_IS_ABSENT: ClassVar[bool] = True  # a None field is left out of the file (docs: absent)
 
     backend: Literal["cpu", "cuda", "metal", "rocm", "xpu"] = Field(
         description="The backend the kernel is written for."
