@@ -10,6 +10,7 @@ docs/plan.md's field tables are generated from these models (kernelnix.plan.docs
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -224,7 +225,7 @@ class Plan(PlanModel):
             )
         return variants[name]
 
-    def _with_variants(self, rebase: Any, **update: Any) -> Plan:
+    def _with_variants(self, rebase: Callable[[PlanVariant], PlanVariant], **update: Any) -> Plan:
         variants = {
             system: {name: rebase(variant) for name, variant in entries.items()}
             for system, entries in self.variants.items()
@@ -248,7 +249,7 @@ class Plan(PlanModel):
             provenance = dict(variant.metadata.get("provenance", {}))
             provenance.pop("kernel", None)
             if kernel is not None:
-                provenance["kernel"] = kernel.model_dump()
+                provenance["kernel"] = kernel.model_dump(by_alias=True)
             metadata = {**variant.metadata, "provenance": provenance}
             return variant.model_copy(update={"metadata": metadata})
 
