@@ -27,7 +27,8 @@ from kernelnix.core.fileio import write_atomic
 from kernelnix.emit.escape import nix_string
 from kernelnix.emit.render import render
 from kernelnix.host.record import HOST_FILE, host_json, probe_host
-from kernelnix.plan.build import PLAN_FILE, PlanOptions, build_plan, plan_json
+from kernelnix.plan.build import PlanOptions, build_plan
+from kernelnix.plan.model import PLAN_FILE, Plan
 from kernelnix.variants.matrix import TOOLCHAINS, matrix_data
 
 FLAKE_FILE = "flake.nix"
@@ -109,7 +110,7 @@ def pristine_settings(text: str) -> FlakeSettings | None:
         return None
 
 
-def nix_plan(loaded: LoadedConfig) -> dict[str, Any]:
+def nix_plan(loaded: LoadedConfig) -> Plan:
     """The plan the flake reads: deterministic, no git state, placeholder unique id."""
     return build_plan(loaded, PlanOptions(unique_id=NIX_UNIQUE_ID))
 
@@ -165,7 +166,7 @@ def generate(
     plan = nix_plan(loaded)
     root = loaded.path.parent
     flake, settings = _flake(root, kernelnix_url, toolchain, force)
-    written = [flake, _write_if_changed(root / PLAN_FILE, plan_json(plan))]
+    written = [flake, _write_if_changed(root / PLAN_FILE, plan.to_json())]
     notes: list[str] = []
     if host_record and settings.toolchain == "host":
         record = probe_host(plan)

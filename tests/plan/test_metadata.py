@@ -75,11 +75,11 @@ def test_fields_per_backend_in_reference_order(full: Path) -> None:
 def test_loader_parses_what_we_write(full: Path) -> None:
     loaded = load_config(full)
     plan = build_plan(loaded, PlanOptions(unique_id="abc1234"))
-    for system in plan["variants"].values():
+    for system in plan.variants.values():
         for variant in system.values():
-            text = json.dumps(variant["metadata"]).encode()
+            text = json.dumps(variant.metadata).encode()
             parsed = LoaderMetadata.from_bytes(text)
-            assert parsed.id == variant["ops-id"]
+            assert parsed.id == variant.ops_id
             assert str(parsed.name) == "relu-demo" or parsed.name.python_name == "relu_demo"
 
 
@@ -87,21 +87,19 @@ def test_loader_parses_what_we_write(full: Path) -> None:
 def test_every_example_metadata_is_accepted_by_the_loader(example: str) -> None:
     plan = build_plan(load_config(EXAMPLES / example), PlanOptions(unique_id="abc1234"))
     count = 0
-    for system in plan["variants"].values():
+    for system in plan.variants.values():
         for variant in system.values():
-            LoaderMetadata.from_bytes(json.dumps(variant["metadata"]).encode())
+            LoaderMetadata.from_bytes(json.dumps(variant.metadata).encode())
             count += 1
     assert count > 0
 
 
 def test_noarch_archs_come_from_torch_noarch(full: Path) -> None:
     plan = build_plan(load_config(full), PlanOptions(unique_id="abc1234"))
-    variant = plan["variants"]["x86_64-linux"]["torch-cuda"]
-    assert variant["metadata"]["backend"]["archs"] == ["9.0", "10.0"]
-    assert variant["metadata"]["id"] == "_relu_demo_cuda_abc1234"
-    assert plan["variants"]["x86_64-linux"]["torch-cpu"]["metadata"]["id"] == (
-        "_relu_demo_cpu_abc1234"
-    )
+    variant = plan.variants["x86_64-linux"]["torch-cuda"]
+    assert variant.metadata["backend"]["archs"] == ["9.0", "10.0"]
+    assert variant.metadata["id"] == "_relu_demo_cuda_abc1234"
+    assert plan.variants["x86_64-linux"]["torch-cpu"].metadata["id"] == ("_relu_demo_cpu_abc1234")
 
 
 @pytest.mark.parametrize(
