@@ -11,6 +11,7 @@ from kernelnix.commands.nix import nix_options
 from kernelnix.compile import BuildError, build_variant
 from kernelnix.compile.develop import create_pyproject
 from kernelnix.compile.local import build_planned
+from kernelnix.compile.nix import NixOptions
 from kernelnix.core.diagnostics import UserError, display_path
 from kernelnix.host.system import current_system
 from kernelnix.plan.build import PlanOptions, plan_directory
@@ -53,9 +54,7 @@ def build_command(
     unique_id: str | None,
     jobs: int | None,
     no_progress: bool,
-    print_build_logs: bool,
-    max_jobs: int | None,
-    cores: int | None,
+    nix: NixOptions,
 ) -> None:
     """Build the variants of DIRECTORY/build.toml into DIRECTORY/build/.
 
@@ -78,10 +77,10 @@ def build_command(
     if not local:
         from kernelnix.compile.nix import build_with_nix, nix_build_options
 
-        options = nix_build_options(print_build_logs, max_jobs, cores, jobs)
+        options = nix_build_options(nix, jobs)
         build_with_nix(directory, variant, unique_id, options)
         return
-    if print_build_logs or max_jobs is not None or cores is not None:
+    if nix.given:
         raise UserError.single(
             "-L, --max-jobs and --cores are passed to Nix; a --local build runs no Nix",
             fix="drop them, or use -j/--jobs for the compile jobs of a --local build",
