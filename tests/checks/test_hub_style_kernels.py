@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 from fresh_python import run_python
+from handmade import plan_here
 from paths import TESTS
 
 from kernelnix.checks import CheckOptions, run_checks
 from kernelnix.compile import BuildError
-from kernelnix.compile.local import BUILD_DIR, build_planned, plan_here
+from kernelnix.compile.local import BUILD_DIR, build_planned
 
 pytestmark = pytest.mark.slow
 
@@ -76,7 +77,7 @@ def source_copy(root: Path) -> Path:
 def einlite_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every variant of einlite this machine builds (the build runs the checks)."""
     copy = source_copy(tmp_path_factory.mktemp("hub-style"))
-    built = build_planned(plan_here(copy)[1], copy, jobs=1)
+    built = build_planned(plan_here(copy), copy, jobs=1)
     assert built.built
     return copy / BUILD_DIR
 
@@ -107,7 +108,7 @@ def test_module_level_import_of_an_undeclared_package_fails_the_build(
     ops.write_text(text.replace("import math\n", "import math\n\nimport numpy\n", 1))
     line = text.splitlines().index("import math") + 3
     with pytest.raises(BuildError, match="torch-cpu: the post-build checks failed"):
-        build_planned(plan_here(copy)[1], copy, "torch-cpu")
+        build_planned(plan_here(copy), copy, "torch-cpu")
     lines = capsys.readouterr().out.splitlines()
     assert "  ops.py" in lines
     assert (

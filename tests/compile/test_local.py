@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fresh_python import run_python
+from handmade import plan_here
 from paths import EXAMPLES
 
 from kernelnix.cli import main
@@ -25,9 +26,8 @@ from kernelnix.compile.develop import create_pyproject
 from kernelnix.compile.local import BUILD_DIR, WORK_DIR, build_planned
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
-from kernelnix.host.system import current_system
-from kernelnix.plan.build import PlanOptions, build_plan, plan_directory
-from kernelnix.plan.model import PLAN_FILE, Plan
+from kernelnix.plan.build import PlanOptions, build_plan
+from kernelnix.plan.model import PLAN_FILE
 
 SYSTEM = "x86_64-linux"
 CPU = "torch213-cxx11-cpu-x86_64-linux"
@@ -48,11 +48,6 @@ def committed_copy(example: str, root: Path) -> Path:
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "example"], check=True)
     return copy
-
-
-def plan_here(directory: Path) -> Plan:
-    """The plan of `directory` for this machine's system."""
-    return plan_directory(directory, PlanOptions(systems=(current_system(),)))[1]
 
 
 def script(*parts: str) -> str:

@@ -11,7 +11,8 @@ from typing import Any
 from paths import EXAMPLES
 
 from kernelnix.config import load_config
-from kernelnix.plan.build import PlanOptions, build_plan
+from kernelnix.host.system import current_system
+from kernelnix.plan.build import PlanOptions, build_plan, plan_directory
 from kernelnix.plan.model import Plan
 
 SYSTEM = "x86_64-linux"
@@ -66,3 +67,8 @@ def make_variant(
         (directory / relative).parent.mkdir(parents=True, exist_ok=True)
         (directory / relative).write_bytes(content)
     return directory
+
+
+def plan_here(directory: Path) -> Plan:
+    """The plan of `directory` for this machine's system."""
+    return plan_directory(directory, PlanOptions(systems=(current_system(),)))[1]
