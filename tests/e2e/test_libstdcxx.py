@@ -28,7 +28,13 @@ from typing import Any
 import pytest
 from paths import TESTS
 
-from kernelnix.checks.binaries import BinarySettings, load_binaries, needed_libraries
+from kernelnix.checks.binaries import (
+    BinaryRule,
+    BinarySettings,
+    load_binaries,
+    needed_libraries,
+    symbol_versions,
+)
 from kernelnix.checks.elf import read_elf
 from kernelnix.checks.policy import load_policy
 from kernelnix.core.version import Version
@@ -39,13 +45,17 @@ DATA = TESTS / "data" / "libstdcxx"
 STATIC = ("-static-libstdc++",)
 STATIC_LIBGCC = ("-static-libgcc",)
 HIDDEN = ("-Wl,--exclude-libs,ALL",)
+# After the objects: libgcc's helpers from the archive, the unwinder (which
+# libgcc.a lacks) still from libgcc_s.so.1.
+LIBGCC_HELPERS = ("-l:libgcc.a",)
 LINKS = {
     "dynamic": (),
     # The hermetic toolchain's LDFLAGS today.
     "static": STATIC + STATIC_LIBGCC,
     "static-hidden": STATIC + STATIC_LIBGCC + HIDDEN,
     "static-shared-libgcc": STATIC,
-    "static-hidden-shared-libgcc": STATIC + HIDDEN,
+    # The link docs/libstdcxx.md recommends.
+    "static-hidden-shared-unwinder": STATIC + HIDDEN + LIBGCC_HELPERS,
 }
 STATIC_EXPORTS = ("static", "static-shared-libgcc")
 # Symbols of libstdc++ itself (not templates the probe instantiates).
@@ -177,7 +187,8 @@ def _assert_every_operation_works(run: Run) -> None:
     ("link", "loading"),
     [
         ("dynamic", "local"),
-        ("static-hidden-shared-libgcc", "local"),
+        ("static-hidden-shared-unwinder", "local"),
+        ("static-hidden-shared-unwinder", "global-libstdcxx"),
         # A static libstdc++ with default visibility is replaced by the
         # process's libstdc++.so.6 when that is in the global scope.
         ("static-shared-libgcc", "global-libstdcxx"),
@@ -195,7 +206,11 @@ def test_every_operation_works(load: Callable[[str, str], Run], link: str, loadi
     [
         ("dynamic", "local", "libstdc++.so.6", "shape '[1,234,567]'"),
         ("static-shared-libgcc", "global-libstdcxx", "libstdc++.so.6", "shape '[1,234,567]'"),
-        ("static-hidden-shared-libgcc", "local", "", "shape '[1234567]'"),
+        ("static", "global-libstdcxx", "libstdc++.so.6", "shape '[1,234,567]'"),
+        ("static-shared-libgcc", "local", "", "shape '[1234567]'"),
+        ("static-hidden", "torch-threw-first", "", "shape '[1234567]'"),
+        ("static-hidden-shared-unwinder", "local", "", "shape '[1234567]'"),
+        ("static-hidden-shared-unwinder", "global-libstdcxx", "", "shape '[1234567]'"),
     ],
 )
 def test_global_state_is_shared_only_with_one_libstdcxx(
@@ -221,7 +236,7 @@ def test_two_copies_count_uncaught_exceptions_apart(load: Callable[[str, str], R
     """Each libstdc++ counts an exception thrown by its own __cxa_throw and
     uncounts one caught by its own __cxa_begin_catch: across the boundary the
     counts drift and stay wrong, [kernel's count, libstdc++.so.6's count]."""
-    separate = load("static-hidden-shared-libgcc", "local")
+    separate = load("static-hidden-shared-unwinder", "local")
     assert separate.value("uncaught_at_start") == [0, 0]
     # thrown by the kernel's copy, caught in Torch by libstdc++.so.6
     assert separate.value("uncaught_after_throw") == [1, -1]
@@ -251,8 +266,10 @@ def test_default_visibility_static_libstdcxx_loses_locale_facets(
     assert run.value("format_int") == ""
     assert run.value("format_grouped") == ""
     assert run.value("format_int_after") == ""
-    # exceptions and strings still cross the boundary
+    # exceptions, strings and std::cout still work
     assert run.raised("throw_runtime") == ("RuntimeError", "thrown by the kernel")
+    assert run.raised("torch_check") == ("RuntimeError", "checked by the kernel")
+    assert "probe: written to std::cout" in run.stdout.splitlines()
     assert run.value("catch_torch") == [VIEW_ERROR, VIEW_ERROR]
     assert run.value("device_name") == "cpu"
 
@@ -277,6 +294,8 @@ def test_static_libgcc_aborts_when_a_kernel_exception_reaches_torch(
     assert run.returncode == -signal.SIGABRT
     assert run.running == dies_in
     assert all("value" in outcome for outcome in run.steps.values())
+    wrote = "probe: written to std::cout" in run.stdout.splitlines()
+    assert wrote == ("write_cout" in run.steps)
 
 
 # ---------------------------------------------------------------------------
@@ -310,10 +329,9 @@ def test_which_libraries_export_their_libstdcxx(libraries: dict[str, Path], link
     assert "_Unwind_RaiseException" not in exported
 
 
-def test_kernel_policy_tells_only_the_dynamic_library_apart(libraries: dict[str, Path]) -> None:
-    """The default policy's library rule forbids the one link that shares
-    Torch's runtime and lets both aborting links through."""
-    settings = BinarySettings(
+def _kernel_policy() -> BinarySettings:
+    """The binary rules' settings under the default policy, for a CPU variant."""
+    return BinarySettings(
         policy=load_policy("kernel", "x86_64"),
         python_abi=Version.parse("3.9"),
         stable_abi=None,
@@ -323,12 +341,45 @@ def test_kernel_policy_tells_only_the_dynamic_library_apart(libraries: dict[str,
         os_name="linux",
         redistributable=True,
     )
-    flagged = {}
-    for link, library in libraries.items():
-        binaries, problems = load_binaries(library.parent, library.name)
-        assert not problems
-        flagged[link] = {v.subject for v in needed_libraries(binaries[0], settings)}
+
+
+def _violations(library: Path, rule: BinaryRule) -> set[str]:
+    """The subjects `rule` reports on `library` under the default policy."""
+    binaries, problems = load_binaries(library.parent, library.name)
+    assert not problems
+    return {violation.subject for violation in rule(binaries[0], _kernel_policy())}
+
+
+@pytest.mark.parametrize("link", sorted(LINKS))
+def test_which_libraries_carry_their_own_unwinder(libraries: dict[str, Path], link: str) -> None:
+    """-static-libgcc brings libgcc_eh's unwinder: the library then imports
+    no _Unwind_Resume, which every C++ library with cleanups calls."""
+    imports_unwinder = "_Unwind_Resume" in read_elf(libraries[link]).undefined
+    assert imports_unwinder == (STATIC_LIBGCC[0] not in LINKS[link])
+
+
+def test_kernel_policy_tells_only_the_dynamic_library_apart(libraries: dict[str, Path]) -> None:
+    """The default policy's library rule forbids the one link that shares
+    Torch's runtime and lets both aborting links through."""
+    flagged = {link: _violations(library, needed_libraries) for link, library in libraries.items()}
     assert flagged == {link: {"libstdc++.so.6"} if link == "dynamic" else set() for link in LINKS}
+
+
+def test_shared_libgcc_helpers_exceed_the_policy_unless_linked_from_the_archive(
+    tmp_path: Path,
+) -> None:
+    """A shared libgcc brings the unwinder and, unless libgcc.a comes first,
+    every helper libgcc_s.so.1 exports: half-precision conversions need
+    GCC_12.0.0 there, over the policy's GCC 7.0.0."""
+    source = str(DATA / "half.cpp")
+    shared, archive = tmp_path / "libhalf-shared.so", tmp_path / "libhalf-archive.so"
+    _compile(["g++", "-shared", "-fPIC", "-O1", source, "-o", str(shared)])
+    _compile(["g++", "-shared", "-fPIC", "-O1", source, *LIBGCC_HELPERS, "-o", str(archive)])
+    assert _violations(shared, symbol_versions) == {
+        "__extendhfsf2@GCC_12.0.0",
+        "__truncsfhf2@GCC_12.0.0",
+    }
+    assert _violations(archive, symbol_versions) == set()
 
 
 # ---------------------------------------------------------------------------
