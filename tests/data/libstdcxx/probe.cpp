@@ -2,8 +2,9 @@
 // state: std::regex and std::locale (facet ids, the global locale),
 // std::cout, exceptions thrown and caught on both sides of the library
 // boundary, and std::string passed to and from Torch. tests/e2e/
-// test_libstdcxx.py links it three ways (dynamic libstdc++, static, static
-// with hidden symbols) and loads each into a Python process with Torch.
+// test_libstdcxx.py links it five ways (dynamic libstdc++; static, with or
+// without hidden symbols, with a static or a shared libgcc unwinder) and
+// loads each into a Python process with Torch (docs/libstdcxx.md).
 #include <ATen/ops/empty.h>
 #include <c10/core/Device.h>
 #include <torch/library.h>
