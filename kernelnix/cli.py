@@ -96,6 +96,7 @@ COMMAND_MODULES = {
     "completion": "completion",
     "completions": "completion",
     "lock-wheels": "lock",
+    "schema": "schema",
 }
 
 

@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field
 
 from kernelnix import __version__
 from kernelnix.config.base import FileModel
+from kernelnix.config.json_schema import document_schema
 from kernelnix.config.model import BuildConfig, KernelDependencyRef
 from kernelnix.config.types import Backend, KernelName, NonNegativeInt
 
@@ -96,6 +97,11 @@ class Metadata(Record):
 
     def to_json_text(self) -> str:
         return json.dumps(self.to_data(exclude_none=True), indent=2) + "\n"
+
+
+def metadata_schema() -> dict[str, Any]:
+    """The JSON Schema of metadata.json (`kernelnix schema metadata`)."""
+    return document_schema(Metadata, "metadata.json")
 
 
 @cache
