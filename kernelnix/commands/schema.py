@@ -10,6 +10,7 @@ import click
 
 from kernelnix.cli import main
 from kernelnix.config.json_schema import build_toml_schema
+from kernelnix.config.markdown import markdown_tables
 from kernelnix.plan.metadata import metadata_schema
 
 SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -24,9 +25,20 @@ def schema_text(document: str) -> str:
     return json.dumps(SCHEMAS[document](), indent=2, ensure_ascii=False) + "\n"
 
 
+def key_tables_text() -> str:
+    """build.toml's key tables in Markdown, each under its name."""
+    tables = markdown_tables(build_toml_schema())
+    return "\n".join(f"## {name}\n\n{table}" for name, table in tables.items())
+
+
 @main.command("schema")
 @click.argument("document", type=click.Choice(list(SCHEMAS)))
-def schema_command(document: str) -> None:
+@click.option(
+    "--markdown",
+    is_flag=True,
+    help="Print build.toml's key tables instead, as docs/build-toml.md has them.",
+)
+def schema_command(document: str, markdown: bool) -> None:
     """Print the JSON Schema of build.toml or of metadata.json.
 
     Generated from the models kernelnix validates with; the same files ship in
@@ -37,5 +49,8 @@ def schema_command(document: str) -> None:
     Examples:
       kernelnix schema build-toml > build-toml.schema.json
       kernelnix schema metadata
+      kernelnix schema build-toml --markdown
     """
-    click.echo(schema_text(document), nl=False)
+    if markdown and document != "build-toml":
+        raise click.UsageError("--markdown: only build-toml has key tables")
+    click.echo(key_tables_text() if markdown else schema_text(document), nl=False)

@@ -99,14 +99,15 @@ class Cuda(CudaV3, BackendDeps):
     pass
 
 
-class TpuDeps(FileModel):
-    python_depends: list[str] = Field(
-        [], description="Python packages the kernel needs on this backend."
-    )
+class TpuDeps(BackendDepsV3):
+    """`[general.tpu]`: no kernel dependencies."""
 
 
 class General(GeneralV4):
-    edition: Literal[5] = Field(description="The build.toml edition.", examples=[5])
+    # An integral float (5.0) would pass the Literal: the probe refuses it first.
+    edition: Literal[5] = Field(
+        description="The build.toml edition; any other value is an error.", examples=[5]
+    )
     kernel_depends: list[KernelDependencyRef] = Field(
         [], description="Hub kernels the kernel needs at run time, on every backend."
     )

@@ -217,8 +217,8 @@ def _choice_type(title: str, choices: tuple[str, ...], description: str) -> With
 _VERSION_SCHEMA = _string_type(
     "version",
     json_pattern(_MAJOR_MINOR),
-    "A quoted `major.minor` version: exactly two dot-separated numbers. A TOML number is "
-    "rejected: `12.10` would read as `12.1`.",
+    'A quoted `major.minor` version: exactly two dot-separated numbers (`"12.0"`, not `"12"`). '
+    "A TOML number is rejected: `12.10` would read as `12.1`.",
     ["12.6", "2.11"],
 )
 
@@ -334,4 +334,18 @@ StableAbi = Annotated[
             ],
         }
     ),
+]
+
+# The value types as docs/build-toml.md lists them.
+VALUE_TYPES = [
+    json_schema_of(value_type)
+    for value_type in (
+        KernelName,
+        VersionStr,
+        GitUrl,
+        Backend,
+        Dependency,
+        CudaCapability,
+        RocmArch,
+    )
 ]

@@ -55,7 +55,9 @@ class GeneralV3(FileModel):
         examples=[["cpu", "cuda"]],
     )
     python_depends: list[str] = Field(
-        [], description="Python packages the kernel needs on every backend."
+        [],
+        description="Python packages the kernel needs on every backend, by the names of "
+        "kernelnix/data/python_dependencies.json.",
     )
     hub: Hub | None = Field(None, description="Where `kernelnix upload` puts the kernel.")
     cuda: CudaV3 | None = None
@@ -64,7 +66,9 @@ class GeneralV3(FileModel):
 
 
 class TorchV3(FileModel):
-    src: list[str] = Field([], description="The sources of the Torch binding.")
+    src: list[str] = Field(
+        [], description="The sources of the Torch binding (`torch-ext/torch_binding.cpp`, ...)."
+    )
     include: list[str] = Field([], description="Include directories of the binding's sources.")
     minver: VersionStr | None = Field(
         None, description="The lowest Torch version to build for.", examples=["2.12"]
