@@ -152,10 +152,11 @@ def _unwrap(tp: Any) -> Any:
 
 
 def _discriminator(metadata: tuple[Any, ...]) -> str | None:
-    return next(
-        (m.discriminator for m in metadata if isinstance(m, FieldInfo) and m.discriminator),
-        None,
-    )  # type: ignore[return-value]
+    """The key that chooses a tagged union's member (kernelnix's unions use a key)."""
+    for mark in metadata:
+        if isinstance(mark, FieldInfo) and isinstance(mark.discriminator, str):
+            return mark.discriminator
+    return None
 
 
 def _tagged_members(tp: Any) -> dict[str, type[BaseModel]] | None:

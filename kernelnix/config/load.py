@@ -37,6 +37,7 @@ from kernelnix.config.issues import EXPECTED, Issue, field_for_key, issues_of
 from kernelnix.config.locate import KeyPath, key_lines, line_of
 from kernelnix.config.model import FRAMEWORKS, KERNEL_MODELS, BuildConfig
 from kernelnix.config.paths import ProjectFiles, declared_paths
+from kernelnix.config.tables import BuildDocument
 from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError, toml_type_name
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
 
@@ -331,11 +332,10 @@ def _edition5_warnings(reporter: _Reporter, config: BuildConfig) -> list[Diagnos
 def _framework_problems(
     reporter: _Reporter,
     raw: Mapping[str, Any],
-    model: type[FileModel],
+    model: type[BuildDocument],
 ) -> tuple[Mapping[str, Any], list[Diagnostic]]:
     """Check the framework sections; drop extra ones so they are reported once."""
-    allowed: tuple[str, ...] = getattr(model, "frameworks", ())
-    present = [f for f in allowed if f in raw]
+    present = [f for f in model.frameworks if f in raw]
     if len(present) > 1:
         keep, *extra = present
         diagnostics = [
@@ -347,7 +347,7 @@ def _framework_problems(
             for name in extra
         ]
         return {k: v for k, v in raw.items() if k not in extra}, diagnostics
-    if not present and "torch-noarch" in allowed:  # v3 has no noarch: none means noarch
+    if not present and model.framework_required:
         return raw, [
             reporter.at(
                 (),

@@ -23,6 +23,7 @@ from kernelnix.config.editions.v4 import (
 )
 from kernelnix.config.tables import (
     KERNEL_MODELS,
+    BuildDocument,
     CpuKernel,
     CudaKernel,
     Hub,
@@ -31,7 +32,6 @@ from kernelnix.config.tables import (
     MetalKernel,
     RocmKernel,
     XpuKernel,
-    framework_rule,
 )
 from kernelnix.config.types import NonNegativeInt, StableAbi
 from kernelnix.core.version import Version
@@ -146,15 +146,11 @@ class Torch(TorchV4):
 # ------------------------------------------------------------- the document
 
 
-class BuildConfig(FileModel):
+class BuildConfig(BuildDocument):
     """A build.toml of edition 5: `[general]`, one framework section, the kernels."""
 
-    # The only shape downstream code sees. The loader checks that there is exactly
-    # one framework section itself, to report it with lines; `framework_rule` says
-    # it in the JSON Schema.
-
+    # The only shape downstream code sees.
     frameworks: ClassVar[tuple[str, ...]] = FRAMEWORKS
-    model_config = ConfigDict(json_schema_extra=framework_rule(FRAMEWORKS, required=True))
 
     general: General = Field(description="The kernel: name, version, license, backends.")
     torch: Torch | None = Field(None, description="A compiled Torch extension.")

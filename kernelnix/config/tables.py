@@ -1,11 +1,12 @@
-"""The build.toml tables that every edition spells the same: `[general.hub]` and
-the kernel tables `[kernel.<name>]`, one model per backend."""
+"""What every edition of build.toml shares: the base of a whole document (its
+framework sections), `[general.hub]`, and the kernel tables `[kernel.<name>]`,
+one model per backend."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from kernelnix.config.base import FileModel
 from kernelnix.config.types import CudaCapability, Dependency, RocmArch, VersionStr
@@ -14,11 +15,23 @@ from kernelnix.config.types import CudaCapability, Dependency, RocmArch, Version
 PYEXT = 'File extensions packaged with the Python code. Default: `["py", "pyi"]`.'
 
 
-def framework_rule(frameworks: tuple[str, ...], required: bool) -> dict[str, Any]:
+def _one_framework(schema: dict[str, Any], document: type[Any]) -> None:
     """The JSON Schema of "exactly one" (or "at most one") framework section."""
-    if required:
-        return {"oneOf": [{"required": [name]} for name in frameworks]}
-    return {"not": {"required": list(frameworks)}}
+    if document.framework_required:
+        schema["oneOf"] = [{"required": [name]} for name in document.frameworks]
+    else:
+        schema["not"] = {"required": list(document.frameworks)}
+
+
+class BuildDocument(FileModel):
+    """The base of a whole build.toml of one edition."""
+
+    # The loader checks the framework sections itself, to report them with lines;
+    # `_one_framework` says the rule in the JSON Schema.
+    model_config = ConfigDict(json_schema_extra=_one_framework)
+
+    frameworks: ClassVar[tuple[str, ...]]  # the sections of this edition
+    framework_required: ClassVar[bool] = True  # else none is allowed too
 
 
 class Hub(FileModel):

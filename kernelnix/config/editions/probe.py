@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kernelnix.config.base import FileModel
 from kernelnix.config.editions import v3, v4
 from kernelnix.config.editions.v3 import Document
 from kernelnix.config.model import BuildConfig
+from kernelnix.config.tables import BuildDocument
 from kernelnix.config.types import toml_type_name
 
 SUPPORTED_EDITIONS = (5,)
 PRE_EDITION_SHAPES = ("v4", "v3")  # tried in this order
 
 # Shape -> its model: "5" is edition 5; "v4" and "v3" the pre-edition shapes.
-MODELS: dict[str, type[FileModel]] = {
+MODELS: dict[str, type[BuildDocument]] = {
     "5": BuildConfig,
     "v4": v4.BuildConfigV4,
     "v3": v3.BuildConfigV3,

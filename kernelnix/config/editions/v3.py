@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from pydantic import ConfigDict, Field
 
 from kernelnix.config.base import FileModel
-from kernelnix.config.tables import PYEXT, Hub, Kernel, framework_rule
+from kernelnix.config.tables import PYEXT, BuildDocument, Hub, Kernel
 from kernelnix.config.types import Backend, GitUrl, KernelName, NonNegativeInt, VersionStr
 
 Document = MutableMapping[str, Any]
@@ -88,10 +88,9 @@ class TvmFfiV3(FileModel):
     pyext: list[str] | None = Field(None, description=PYEXT)
 
 
-class BuildConfigV3(FileModel):
+class BuildConfigV3(BuildDocument):
     frameworks: ClassVar[tuple[str, ...]] = ("torch", "tvm-ffi")
-    # No framework section is allowed: it means a Python-only kernel.
-    model_config = ConfigDict(json_schema_extra=framework_rule(frameworks, required=False))
+    framework_required: ClassVar[bool] = False  # none means a Python-only kernel
 
     general: GeneralV3
     torch: TorchV3 | None = None

@@ -13,7 +13,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from kernelnix.config.base import FileModel
 from kernelnix.config.editions.v3 import Document, GeneralV3, TorchV3, TvmFfiV3
-from kernelnix.config.tables import PYEXT, Kernel, framework_rule
+from kernelnix.config.tables import PYEXT, BuildDocument, Kernel
 from kernelnix.config.types import CudaCapability, GitUrl, NonNegativeInt, RocmArch, VersionStr
 
 FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
@@ -85,9 +85,8 @@ class TvmFfi(TvmFfiV3):
     cxx_flags: list[str] = Field([], description="C++ compiler flags of the binding's sources.")
 
 
-class BuildConfigV4(FileModel):
+class BuildConfigV4(BuildDocument):
     frameworks: ClassVar[tuple[str, ...]] = FRAMEWORKS
-    model_config = ConfigDict(json_schema_extra=framework_rule(FRAMEWORKS, required=True))
 
     general: GeneralV4
     torch: TorchV4 | None = None
