@@ -8,10 +8,18 @@ from pathlib import Path
 import pytest
 from kernels._rust import Metadata as LoaderMetadata
 from paths import EXAMPLES
+from pydantic import ValidationError
 
 from kernelnix.config import load_config
+from kernelnix.config.issues import issues_of
+from kernelnix.config.load import format_key_path
 from kernelnix.plan.build import PlanOptions, build_plan
-from kernelnix.plan.metadata import UnknownPythonDependency, metadata_for_backend, python_imports
+from kernelnix.plan.metadata import (
+    Metadata,
+    UnknownPythonDependency,
+    metadata_for_backend,
+    python_imports,
+)
 
 REFERENCE_ORDER = [
     "name",
@@ -135,3 +143,29 @@ def test_python_imports_use_import_names() -> None:
         "cutlass",
     ]
     assert python_imports(["onednn"], "xpu") == []  # no import check, as upstream
+
+
+def test_a_metadata_file_is_read_strictly_by_its_keys(full: Path) -> None:
+    """What `kernelnix check` and `hash` report of a hand-edited metadata.json."""
+    written = json.loads(
+        metadata_for_backend(load_config(full).config, "cuda", "_relu_demo_cuda_x").to_json_text()
+    )
+    assert Metadata.validate(written).to_data(exclude_none=True) == written
+    broken = {
+        **written,
+        "version": "3",
+        "python_depends": written["python-depends"],
+        "backend": {"type": "cuda", "archs": [9.0]},
+        "kernel-depends": [{"repo-id": "org/x", "version": 1, "revision": "a"}],
+    }
+    del broken["python-depends"]
+    with pytest.raises(ValidationError) as info:
+        Metadata.validate(broken)
+    found = {(format_key_path(i.loc), i.message) for i in issues_of(info.value, Metadata)}
+    assert found == {
+        ("version", "expected an integer, got string '3'"),
+        ("python-depends", "required key is missing"),
+        ("python_depends", "unknown key"),  # only the file's kebab-case spelling is a key
+        ("backend.archs[0]", "expected a string, got float 9.0"),
+        ("kernel-depends[0]", "`version` and `revision` are mutually exclusive; keep one of them"),
+    }
