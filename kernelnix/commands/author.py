@@ -82,7 +82,8 @@ def init_command(
       kernelnix init my-org/add-one --backends all
       kernelnix init                 # here, as <hub user>/<this directory's name>
     """
-    from kernelnix.emit.scaffold import init_project, resolve_backends, resolve_target
+    from kernelnix.compile.project import init_project
+    from kernelnix.emit.scaffold import resolve_backends, resolve_target
 
     names, directory = resolve_target(path, name, Path.cwd())
     done = init_project(directory, names, resolve_backends(backends), license_, overwrite)

@@ -14,8 +14,8 @@ import click
 
 from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
 from kernelnix.compile.nix import NixOptions, build_and_copy, enter_shell
+from kernelnix.compile.project import generate
 from kernelnix.config import load_config
-from kernelnix.emit.flake import generate
 from kernelnix.variants.matrix import TOOLCHAINS
 
 

@@ -1,7 +1,7 @@
 """Running Nix on a kernel project: the Nix side of `kernelnix build`,
 `build-and-copy`, `devshell`, `testshell` and `list-variants --nix`.
 
-Each call first refreshes the generated files (kernelnix.emit.flake), checks that
+Each call first refreshes the generated files (kernelnix.compile.project), checks that
 git will show them to Nix (flakes see only tracked files), prints the command
 (`+ nix build ...`) and runs it.
 """
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import click
 
+from kernelnix.compile.project import generate
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.process import run_shown
-from kernelnix.emit.flake import generate
 from kernelnix.host.record import HOST_FILE
 from kernelnix.host.system import current_system
 

@@ -11,9 +11,10 @@ from paths import ROOT
 
 PACKAGE = ROOT / "kernelnix"
 # develop.py also holds create-pyproject, which writes pyproject.toml from build.toml.
+# project.py writes a project's files (init, generate): it plans build.toml.
 PLAN_READERS = sorted(
     [PACKAGE / "emit" / "cmake.py", PACKAGE / "host" / "machine.py"]
-    + [p for p in (PACKAGE / "compile").glob("*.py") if p.name != "develop.py"]
+    + [p for p in (PACKAGE / "compile").glob("*.py") if p.name not in ("develop.py", "project.py")]
 )
 # Loading build.toml (to plan it, or to regenerate the flake) is not reading its models.
 ALLOWED = {("kernelnix.config", "load_config")}

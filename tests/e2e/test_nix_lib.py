@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from paths import EXAMPLES, ROOT
 
+from kernelnix.compile.project import generate
 from kernelnix.config import load_config
 from kernelnix.emit.escape import nix_string
-from kernelnix.emit.flake import FlakeSettings, generate, render_flake
+from kernelnix.emit.flake import FlakeSettings, render_flake
 from kernelnix.host.record import HOST_FILE, SCHEMA_VERSION
 from kernelnix.variants.matrix import TOOLCHAINS
 

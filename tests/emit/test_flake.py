@@ -16,17 +16,11 @@ from click.testing import CliRunner
 from paths import EXAMPLES, GOLDEN, ROOT
 
 from kernelnix.cli import main
+from kernelnix.compile.project import NIX_UNIQUE_ID, generate, nix_plan
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.emit.escape import nix_string
-from kernelnix.emit.flake import (
-    NIX_UNIQUE_ID,
-    FlakeSettings,
-    generate,
-    nix_plan,
-    pristine_settings,
-    render_flake,
-)
+from kernelnix.emit.flake import FlakeSettings, pristine_settings, render_flake
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.record import HOST_FILE, probe_host
 from kernelnix.plan.model import PLAN_FILE
