@@ -62,7 +62,7 @@ from kernelnix.checks.binaries import (
 )
 from kernelnix.checks.policy import load_policy
 from kernelnix.core.version import Version
-from kernelnix.emit.cmake import cuda_gencode
+from kernelnix.plan.flags import cuda_gencode
 from kernelnix.variants.matrix import load_matrix
 
 BIG_MIN_BYTES = 200 * 1000 * 1000

@@ -34,6 +34,7 @@ from kernelnix.config import load_config
 from kernelnix.emit.cmake import cmake_project, write_project
 from kernelnix.host.system import current_system
 from kernelnix.plan.build import PlanOptions, build_plan
+from kernelnix.plan.model import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "examples" / "relu"
@@ -43,7 +44,7 @@ JOBS = 2
 OPTIMIZE = ["-O3", "-DNDEBUG"]
 
 
-def plan() -> dict:
+def plan() -> Plan:
     options = PlanOptions(systems=(current_system(),), unique_id="bench")
     return build_plan(load_config(KERNEL), options)
 

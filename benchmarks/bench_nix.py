@@ -48,7 +48,7 @@ NOOP_TARGET = 1.5
 def largest_example() -> Path:
     def size(example: Path) -> int:
         plan = build_plan(load_config(example), PlanOptions(unique_id="bench"))
-        return len(plan["sources"])
+        return len(plan.sources)
 
     return max((p for p in EXAMPLES.iterdir() if (p / "build.toml").is_file()), key=size)
 

@@ -4,6 +4,8 @@ largest ratio its target allows."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import statistics
 import subprocess
 import time
@@ -60,10 +62,24 @@ def report(figures: Sequence[Figure]) -> None:
         print("\n".join(figure.lines()), flush=True)
 
 
+def runs_main(measure: Callable[[int], Sequence[Figure]], runs: int) -> None:
+    """The command line of a benchmark whose one option is `--runs N`."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=runs)
+    report(measure(parser.parse_args().runs))
+
+
 def timed(action: Callable[[], object]) -> float:
     start = time.perf_counter()
     action()
     return time.perf_counter() - start
+
+
+def python_env() -> dict[str, str]:
+    """The environment of a timed Python process, bytecode caching on: with
+    PYTHONDONTWRITEBYTECODE every run would compile kernelnix's modules afresh,
+    which no installed kernelnix does."""
+    return {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 
 
 def run_quietly(command: Sequence[str], env: Mapping[str, str] | None = None) -> None:

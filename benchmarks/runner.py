@@ -3,7 +3,7 @@ against a baseline timed in the same run, with its target and PASS or MISS.
 
     benchmarks/run [--quick] [--only NAME]... [--json FILE]
 
-Names: plan, nix, rebuild, compile, checks. A full run takes 15 to 30 minutes
+Names: plan, config, nix, rebuild, compile, checks. A full run takes 15 to 30 minutes
 on two cores (nix builds the largest example three times from scratch, and
 bench_checks compiles its CUDA libraries on first use); --quick takes fewer
 runs of each, not fewer benchmarks. Exit status 1 when a benchmark fails to
@@ -31,6 +31,11 @@ from figures import Figure, ratio_text
 # name -> (what it measures, measure() arguments of a full run, of a --quick run)
 BENCHMARKS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "plan": ("bench_plan: planning the largest config", {"runs": 7}, {"runs": 3}),
+    "config": (
+        "bench_config: loading build.toml vs the reference parser",
+        {"runs": 7},
+        {"runs": 3},
+    ),
     "nix": ("bench_nix: nix eval, nix build overhead, no-op nix build", {"runs": 3}, {"runs": 1}),
     "rebuild": ("bench_rebuild: no-op kernelnix build --local", {"runs": 5}, {"runs": 2}),
     "compile": ("bench_compile: our CMake project vs cpp_extension", {"repeat": 2}, {"repeat": 1}),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.shell_completion import CompletionItem
 
 from kernelnix import __version__
 from kernelnix.core.diagnostics import Diagnostic, UserError, diagnostics_json
@@ -96,7 +97,55 @@ COMMAND_MODULES = {
     "completion": "completion",
     "completions": "completion",
     "lock-wheels": "lock",
+    "schema": "schema",
 }
+
+# The first sentence of each command's help. `kernelnix --help` and completing a
+# command's name show these, so that they import no command module, nor what the
+# modules import (pydantic, Jinja2, ...); tests/commands/test_cli.py checks each
+# against the command's own help.
+COMMAND_SUMMARIES = {
+    "build": "Build the variants of DIRECTORY/build.toml into DIRECTORY/build/.",
+    "build-and-copy": "Build DIRECTORY's bundle with Nix and copy its variants into "
+    "DIRECTORY/build.",
+    "build-and-upload": "Build DIRECTORY's bundle with Nix into DIRECTORY/build, then upload it.",
+    "build-variant": "Build one variant of a plan into OUT/NAME/ (the step a Nix derivation runs).",
+    "check": "Check PATH: one variant directory, or a build tree of variants.",
+    "check-abi": "Check the shared libraries of DIRECTORY's variants: manylinux symbol versions "
+    "and libraries (or the macOS deployment target), Python's stable ABI (abi3) and, for "
+    "stable-ABI variants, Torch's stable ABI.",
+    "check-builds": "Parse the metadata.json of each of DIRECTORY's variants (result/, build/ "
+    "or the directory itself) and check it against the variant's name.",
+    "check-config": "Validate DIRECTORY/build.toml (any edition in use).",
+    "clean-pyproject": "Delete what create-pyproject wrote into TARGET (default: DIRECTORY) and "
+    "what `pip install -e` built into the package (_ops.py, the op libraries).",
+    "completion": "Print the completion script of SHELL for kernelnix.",
+    "completions": "Print the completion script of SHELL for kernelnix.",
+    "create-pyproject": "Write pyproject.toml and setup.py for local development into TARGET "
+    "(default: DIRECTORY, the kernel).",
+    "devshell": "Enter DIRECTORY's development shell (`nix develop`): the toolchain's "
+    "environment with `kernelnix` for `kernelnix build --local`, and "
+    "LOCAL_KERNELS=<repo-id>=$PWD/build.",
+    "fill-card": "Render DIRECTORY's card (its CARD.md template, else the default) to OUTPUT or "
+    "stdout.",
+    "generate": "Write DIRECTORY's flake.nix, kernelnix-plan.json and kernelnix-host.json.",
+    "hash": "Write the SHA-256 digest of every variant's files into its metadata.json.",
+    "init": "Create a kernel project: build.toml, a sample kernel (out = in + 1), tests, a card "
+    "template, the flake files; then `git init` and stage everything.",
+    "list-variants": "List the build variants of DIRECTORY/build.toml, one per line.",
+    "lock-wheels": "Record URL and sha256 of every wheel the hermetic toolchain fetches.",
+    "plan": "Write the build plan of DIRECTORY/build.toml (JSON, every system).",
+    "schema": "Print the JSON Schema of build.toml or of metadata.json.",
+    "testshell": "Enter DIRECTORY's test shell (`nix develop`): a built variant on PYTHONPATH, "
+    "in LOCAL_KERNELS and KERNEL_PATH, as `nix run .#ci-test` runs the tests.",
+    "update-build": "Rewrite a pre-edition DIRECTORY/build.toml as edition 5.",
+    "upload": "Upload the checked build variants of DIRECTORY to the Hugging Face Hub.",
+}
+
+
+def _short_help(name: str, limit: int = 45) -> str:
+    """The short help click makes of the command's summary, the way it would of its help."""
+    return click.Command(name, help=COMMAND_SUMMARIES[name]).get_short_help_str(limit)
 
 
 class LazyGroup(click.Group):
@@ -114,6 +163,20 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         _register_commands()
         return super().list_commands(ctx)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click's own layout, from the summaries: `kernelnix --help` imports no command.
+        names = sorted(COMMAND_MODULES)
+        limit = formatter.width - 6 - max(map(len, names))
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, _short_help(name, limit)) for name in names])
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        # A command's name completes from the summaries too; options as click does.
+        names = [name for name in sorted(COMMAND_MODULES) if name.startswith(incomplete)]
+        return [
+            CompletionItem(name, help=_short_help(name)) for name in names
+        ] + click.Command.shell_complete(self, ctx, incomplete)
 
     def _main_shell_completion(
         self, ctx_args: Any, prog_name: str, complete_var: str | None = None
@@ -139,6 +202,10 @@ def main() -> None:
       kernelnix build --local examples/relu
       kernelnix COMMAND --help
     """
+    # kernelnix uses no pydantic plugin, and pydantic looks for them by scanning
+    # every installed package's entry points when it builds its first validator
+    # (5 ms of each run that validates). An explicit setting is kept.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
 def _register_commands() -> None:

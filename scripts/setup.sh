@@ -37,6 +37,8 @@ fi
 python3 -c "import torch" 2>/dev/null || python3 -m pip install -q torch==2.13.0
 python3 -m pip install -q -e '.[test]'
 python3 -m pip install -q nvidia-cuda-cuobjdump 2>/dev/null || true
+# taplo (the engine of Even Better TOML): the JSON Schema tests run it on build.toml files.
+command -v taplo >/dev/null 2>&1 || npm install -g --silent @taplo/cli@0.7.0 >/dev/null
 
 git config --global user.email >/dev/null || git config --global user.email "kernelnix@localhost"
 git config --global user.name >/dev/null || git config --global user.name "kernelnix"

@@ -10,10 +10,12 @@ from __future__ import annotations
 import keyword
 from collections.abc import Iterable
 
+from pydantic import ValidationError
+
 from kernelnix.checks.context import VariantContext
 from kernelnix.checks.report import VARIANT_FILE, Violation
+from kernelnix.config.issues import issues_of
 from kernelnix.plan.metadata import Metadata
-from kernelnix.schema import SchemaError
 
 METADATA = "metadata.json"
 
@@ -97,12 +99,12 @@ def metadata_model(ctx: VariantContext) -> Iterable[Violation]:
     ignored, as the loader ignores them)."""
     if ctx.metadata is None:
         return
-    known = {spec.key for spec in Metadata.schema_fields().values()}
+    known = Metadata.file_keys()
     data = {key: value for key, value in ctx.metadata.items() if key in known}
     try:
         Metadata.validate(data)
-    except SchemaError as exc:
-        for issue in exc.issues:
+    except ValidationError as exc:
+        for issue in issues_of(exc, Metadata):
             yield Violation(
                 rule="metadata",
                 file=METADATA,

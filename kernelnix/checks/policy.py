@@ -1,21 +1,26 @@
 """Binary policies: symbol-version ceilings and allowed shared libraries.
 
-Policies are data. `kernel` (the default) lives in kernelnix/data/policies/;
-the `manylinux_*` levels come from the policy file of the installed
-`auditwheel` package (the same data the reference checker vendors), so they
-follow auditwheel's updates without a code change.
+Policies are data in auditwheel's policy format (kernelnix/checks/policy_file.py),
+read and validated by one loader. `kernel` (the default) lives in
+kernelnix/data/policies/; the `manylinux_*` levels come from the policy file of
+the installed `auditwheel` package (the same data the reference checker
+vendors), so they follow auditwheel's updates without a code change.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kernelnix.core.version import Version
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable  # Python 3.11+: only for type checking
+
+    from kernelnix.checks.policy_file import PolicyEntry
 
 DEFAULT_POLICY = "kernel"
 _AUDITWHEEL_FILES = ("policy/manylinux-policy.json", "policy/policy.json")
@@ -106,10 +111,8 @@ def _dotted(version: Version) -> str:
 
 
 def check_policy_name(name: str) -> None:
-    """Raise UnknownPolicyError unless `name` names a policy (or a manylinux alias)."""
-    if name in _own_policies() or _manylinux_aliases().get(name, name) in _manylinux_policies():
-        return
-    load_policy(name, "x86_64")  # raises with the list of valid names
+    """Raise UnknownPolicyError unless `name` names a policy (or an alias of one)."""
+    _policy_entry(name)
 
 
 def policy_names() -> list[str]:
@@ -120,32 +123,35 @@ def policy_names() -> list[str]:
 @cache
 def load_policy(name: str, arch: str) -> Policy:
     """The policy `name` for CPU `arch` (`x86_64`, `aarch64`, ...); cached with its verdicts."""
-    own = _own_policies()
-    if name in own:
-        return _policy_from_own(own[name])
-    manylinux = _manylinux_policies()
-    canonical = _manylinux_aliases().get(name, name)
-    if canonical not in manylinux:
-        hint = "" if manylinux else " (manylinux policies need the `auditwheel` package)"
+    return _resolve(_policy_entry(name), arch)
+
+
+def _policy_entry(name: str) -> PolicyEntry:
+    canonical = _aliases().get(name, name)
+    entry = _own_policies().get(canonical) or _manylinux_policies().get(canonical)
+    if entry is None:
+        hint = (
+            "" if _manylinux_policies() else " (manylinux policies need the `auditwheel` package)"
+        )
         raise UnknownPolicyError(
             f"unknown policy {name!r}; valid policies: {', '.join(policy_names())}{hint}"
         )
-    return _policy_from_manylinux(manylinux[canonical], arch)
+    return entry
 
 
 @cache
-def _own_policies() -> dict[str, dict[str, Any]]:
+def _own_policies() -> dict[str, PolicyEntry]:
     folder = resources.files("kernelnix").joinpath("data", "policies")
-    result: dict[str, dict[str, Any]] = {}
-    for entry in folder.iterdir():
-        if entry.name.endswith(".json"):
-            data = json.loads(entry.read_text(encoding="utf-8"))
-            result[data["name"]] = data
-    return result
+    return _read_policies(
+        sorted(
+            (entry for entry in folder.iterdir() if entry.name.endswith(".json")),
+            key=lambda entry: entry.name,
+        )
+    )
 
 
 @cache
-def _manylinux_policies() -> dict[str, dict[str, Any]]:
+def _manylinux_policies() -> dict[str, PolicyEntry]:
     """auditwheel's manylinux policies by name; empty when auditwheel is absent."""
     try:
         root = resources.files("auditwheel")
@@ -154,41 +160,30 @@ def _manylinux_policies() -> dict[str, dict[str, Any]]:
     for relative in _AUDITWHEEL_FILES:
         entry = root.joinpath(*relative.split("/"))
         if entry.is_file():
-            entries = json.loads(entry.read_text(encoding="utf-8"))
-            return {p["name"]: p for p in entries if p["name"].startswith("manylinux_")}
+            policies = _read_policies([entry])
+            return {name: p for name, p in policies.items() if name.startswith("manylinux_")}
     return {}
 
 
 @cache
-def _manylinux_aliases() -> dict[str, str]:
-    return {
-        alias: name
-        for name, policy in _manylinux_policies().items()
-        for alias in policy.get("aliases", [])
-    }
+def _aliases() -> dict[str, str]:
+    policies = [*_own_policies().values(), *_manylinux_policies().values()]
+    return {alias: policy.name for policy in policies for alias in policy.aliases}
 
 
-def _policy_from_own(data: Mapping[str, Any]) -> Policy:
-    return Policy(
-        name=data["name"],
-        description=data.get("description", ""),
-        max_versions={ns: Version.parse(v) for ns, v in data["max_symbol_versions"].items()},
-        named_versions={
-            ns: frozenset(v) for ns, v in data.get("named_symbol_versions", {}).items()
-        },
-        allowed_libraries=frozenset(data.get("allowed_libraries", [])),
-        forbidden_libraries=dict(data.get("forbidden_libraries", {})),
-        forbidden_symbols={
-            lib: frozenset(v) for lib, v in data.get("forbidden_symbols", {}).items()
-        },
-    )
+def _read_policies(files: list[Traversable]) -> dict[str, PolicyEntry]:
+    # Imported here: pydantic is loaded only by the commands that check binaries.
+    from kernelnix.checks.policy_file import read_policy_files
+
+    return read_policy_files(files)
 
 
-def _policy_from_manylinux(data: Mapping[str, Any], arch: str) -> Policy:
-    per_arch = data["symbol_versions"]
+def _resolve(entry: PolicyEntry, arch: str) -> Policy:
+    """The policy for one CPU architecture, its version lists turned into ceilings."""
+    per_arch = entry.symbol_versions
     if arch not in per_arch:
         raise PolicyError(
-            f"policy {data['name']} has no data for {arch} "
+            f"policy {entry.name} has no data for {arch} "
             f"(it covers {', '.join(sorted(per_arch)) or 'no architecture'})"
         )
     max_versions: dict[str, Version] = {}
@@ -196,19 +191,19 @@ def _policy_from_manylinux(data: Mapping[str, Any], arch: str) -> Policy:
     for namespace, versions in per_arch[arch].items():
         numeric, other = _split_versions(versions)
         if numeric:
-            # A ceiling rather than auditwheel's exact set: real libraries have
-            # no symbols in the set's gaps (e.g. GLIBC 2.19-2.21 on x86_64).
+            # A ceiling rather than the exact set: real libraries have no
+            # symbols in the set's gaps (e.g. GLIBC 2.19-2.21 on x86_64).
             max_versions[namespace] = max(numeric)
         if other:
             named[namespace] = frozenset(other)
     return Policy(
-        name=data["name"],
-        description=f"auditwheel's {data['name']} policy",
+        name=entry.name,
+        description=entry.kernelnix_description or f"auditwheel's {entry.name} policy",
         max_versions=max_versions,
         named_versions=named,
-        allowed_libraries=frozenset(data.get("lib_whitelist", [])),
-        forbidden_libraries={},
-        forbidden_symbols={lib: frozenset(v) for lib, v in data.get("blacklist", {}).items()},
+        allowed_libraries=frozenset(entry.lib_whitelist),
+        forbidden_libraries=dict(entry.kernelnix_forbidden_libraries),
+        forbidden_symbols={lib: frozenset(v) for lib, v in entry.blacklist.items()},
     )
 
 

@@ -1,9 +1,11 @@
 """Rules over the kernel's Python files (read with `ast`, never imported).
 
-- imports: relative within the kernel; otherwise only the standard library,
+- imports (kernelnix/checks/python_imports.py): relative within the kernel;
+  otherwise, for what runs when the kernel loads, only the standard library,
   torch (and what torch brings for the backend), and the declared
-  python-depends. Imports guarded by `try/except ImportError` or
-  `if TYPE_CHECKING:` are optional and allowed.
+  python-depends. Optional imports (inside functions, guarded by
+  `try/except ImportError`, under `if TYPE_CHECKING:`, in modules the kernel
+  does not load) get a note.
 - op registrations: `torch.library` registrations take their op name from
   `add_op_namespace_prefix(...)`, never a literal `"ns::op"`: the namespace
   is unique per build, so a hard-coded one registers into the wrong place.
@@ -14,9 +16,15 @@ from __future__ import annotations
 import ast
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from kernelnix.checks.context import VariantContext
+from kernelnix.checks.python_imports import (
+    ImportRules,
+    dotted_name,
+    import_violations,
+    loaded_modules,
+    module_imports,
+)
 from kernelnix.checks.report import Violation
 from kernelnix.checks.tables import allowed_imports, python_depends_imports
 
@@ -41,22 +49,23 @@ UNAMBIGUOUS_FUNCTIONS = OP_NAME_FUNCTIONS - {"impl", "define"}
 LIBRARY_CONSTRUCTORS = frozenset({"Library", "_scoped_library"})
 OP_NAME_KEYWORDS = ("qualname", "name", "op", "op_name")
 PREFIX_FUNCTION = "add_op_namespace_prefix"
-IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
-# `try` and (3.11+) `try/except*` statements.
-TRY_NODES = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))
-
-
-@dataclass(frozen=True)
-class ImportRules:
-    own_names: frozenset[str]
-    allowed: frozenset[str]
 
 
 def python_sources(ctx: VariantContext) -> Iterable[Violation]:
-    rules = ImportRules(own_names=_own_names(ctx), allowed=_allowed_modules(ctx))
+    trees: dict[str, ast.Module] = {}
     for relative in ctx.listing.files:
         if relative.endswith(".py"):
-            yield from check_python_file(ctx, relative, rules)
+            tree = _parse(ctx, relative)
+            if isinstance(tree, Violation):
+                yield tree
+            else:
+                trees[relative] = tree
+    imports = {relative: module_imports(tree) for relative, tree in trees.items()}
+    loaded = loaded_modules(imports)
+    rules = ImportRules(own_names=_own_names(ctx), allowed=_allowed_modules(ctx))
+    for relative, tree in trees.items():
+        yield from import_violations(relative, imports[relative], rules, relative in loaded)
+        yield from op_name_violations(tree, relative)
 
 
 def _own_names(ctx: VariantContext) -> frozenset[str]:
@@ -78,125 +87,20 @@ def _allowed_modules(ctx: VariantContext) -> frozenset[str]:
     )
 
 
-def check_python_file(ctx: VariantContext, relative: str, rules: ImportRules) -> list[Violation]:
+def _parse(ctx: VariantContext, relative: str) -> ast.Module | Violation:
     source = (ctx.variant_dir / relative).read_bytes()
     try:
-        tree = ast.parse(source, relative)
+        return ast.parse(source, relative)
     except (SyntaxError, ValueError) as exc:
-        return [
-            Violation(
-                rule="python-syntax",
-                file=relative,
-                subject=relative,
-                found=f"does not parse: {exc}",
-                limit="valid Python",
-                fix="fix the syntax error",
-                line=getattr(exc, "lineno", None),
-            )
-        ]
-    violations = [*import_violations(tree, relative, rules), *op_name_violations(tree, relative)]
-    return violations
-
-
-# ---------------------------------------------------------------------------
-# Imports
-
-
-def import_violations(tree: ast.Module, relative: str, rules: ImportRules) -> Iterator[Violation]:
-    for node, optional in _imports(tree):
-        if isinstance(node, ast.ImportFrom) and node.level > 0:
-            continue  # relative: always fine
-        modules = (
-            [alias.name for alias in node.names]
-            if isinstance(node, ast.Import)
-            else [node.module or ""]
+        return Violation(
+            rule="python-syntax",
+            file=relative,
+            subject=relative,
+            found=f"does not parse: {exc}",
+            limit="valid Python",
+            fix="fix the syntax error",
+            line=getattr(exc, "lineno", None),
         )
-        for module in modules:
-            top = module.split(".")[0]
-            if top in rules.own_names:
-                yield Violation(
-                    rule="python-import",
-                    file=relative,
-                    line=node.lineno,
-                    subject=module,
-                    found="absolute import of the kernel itself",
-                    limit="relative imports within the kernel",
-                    fix="use a relative import (`from . import x`, `from ._ops import ops`); "
-                    "the loader registers the kernel under a unique module name",
-                )
-            elif top not in rules.allowed and not optional:
-                yield Violation(
-                    rule="python-import",
-                    file=relative,
-                    line=node.lineno,
-                    subject=module,
-                    found="not in the standard library, torch or the kernel's python-depends",
-                    limit="standard library, torch, python-depends",
-                    fix="declare it in build.toml (general.python-depends) if the loader "
-                    "supports it, import it lazily inside try/except ImportError, or drop it",
-                )
-
-
-def _imports(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """Every import with whether it is optional (guarded)."""
-    yield from _walk_imports(tree.body, optional=False)
-
-
-def _walk_imports(
-    body: list[ast.stmt], optional: bool
-) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-    for node in body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node, optional
-        elif isinstance(node, TRY_NODES):
-            guarded = optional or _catches_import_error(node.handlers)
-            yield from _walk_imports(node.body, guarded)
-            for handler in node.handlers:
-                yield from _walk_imports(handler.body, optional)
-            yield from _walk_imports(node.orelse, optional)
-            yield from _walk_imports(node.finalbody, optional)
-        elif isinstance(node, ast.If):
-            yield from _walk_imports(node.body, optional or _is_type_checking(node.test))
-            yield from _walk_imports(node.orelse, optional)
-        else:
-            for child in _child_bodies(node):
-                yield from _walk_imports(child, optional)
-
-
-def _child_bodies(node: ast.stmt) -> Iterator[list[ast.stmt]]:
-    for name in ("body", "orelse", "finalbody"):
-        value = getattr(node, name, None)
-        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-            yield value
-    if isinstance(node, ast.Match):
-        for case in node.cases:
-            yield case.body
-
-
-def _catches_import_error(handlers: list[ast.ExceptHandler]) -> bool:
-    for handler in handlers:
-        if handler.type is None:
-            return True
-        types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-        if any(_dotted(t).split(".")[-1] in IMPORT_ERRORS for t in types):
-            return True
-    return False
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return _dotted(test).split(".")[-1] == "TYPE_CHECKING"
-
-
-def _dotted(node: ast.AST) -> str:
-    """`torch.library.custom_op` for the matching Attribute chain; "" otherwise."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
 
 
 # ---------------------------------------------------------------------------
@@ -257,7 +161,7 @@ def _registration_kind(func: ast.expr, from_library: dict[str, str]) -> tuple[st
             return "api", func.id
         return None, func.id
     if isinstance(func, ast.Attribute):
-        receiver = _dotted(func.value)
+        receiver = dotted_name(func.value)
         display = f"{receiver}.{func.attr}" if receiver else func.attr
         if func.attr in LIBRARY_CONSTRUCTORS:
             return "library", display
@@ -335,7 +239,7 @@ def _is_prefix_call(node: ast.expr) -> bool:
 
 def _torch_ops_namespace(node: ast.expr) -> str | None:
     """`mylib` for `torch.ops.mylib.op[.overload]`."""
-    parts = _dotted(node).split(".")
+    parts = dotted_name(node).split(".")
     if len(parts) >= 4 and parts[:2] == ["torch", "ops"]:
         return parts[2]
     return None

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-Severity = Literal["error", "warning"]
+# Only errors fail a variant; warnings and notes (e.g. an optional import) are printed.
+Severity = Literal["error", "warning", "note"]
 
 # The pseudo-file for findings about the variant as a whole (e.g. the import check).
 VARIANT_FILE = "."
@@ -77,17 +78,19 @@ class CheckReport:
 
     def summary(self) -> str:
         errors = self.errors
-        warnings = len(self.violations) - len(errors)
-        tail = f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""
+        severities = Counter(v.severity for v in self.violations)
+        tail = "".join(
+            f", {_counted(severities[severity], severity)}"
+            for severity in ("warning", "note")
+            if severities[severity]
+        )
         if not errors:
             return f"ok    {self.variant}: no violations ({len(self.files_checked)} files){tail}"
-        files = len({v.file for v in errors})
+        files = _counted(len({v.file for v in errors}), "file")
         rules = Counter(v.rule for v in errors)
         per_rule = ", ".join(f"{rule} {n}" for rule, n in sorted(rules.items()))
-        return (
-            f"FAIL  {self.variant}: {len(errors)} violation{'s' if len(errors) != 1 else ''} "
-            f"in {files} file{'s' if files != 1 else ''} ({per_rule}){tail}"
-        )
+        violations = _counted(len(errors), "violation")
+        return f"FAIL  {self.variant}: {violations} in {files} ({per_rule}){tail}"
 
     def render(self) -> str:
         """Grouped per file, then per rule; each fix printed once per group."""
@@ -113,6 +116,10 @@ class CheckReport:
             "notes": list(self.notes),
             "files_checked": list(self.files_checked),
         }
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
 def _sort_key(violation: Violation) -> tuple[int, str, str, int, str]:
@@ -152,7 +159,7 @@ def _render_group(violations: list[Violation]) -> list[str]:
             end += 1
         for violation in violations[index:end]:
             where = f"line {violation.line}: " if violation.line is not None else ""
-            marker = "warning " if violation.severity == "warning" else ""
+            marker = "" if violation.severity == "error" else f"{violation.severity} "
             text = violation.describe().replace("\n", "\n        ")
             lines.append(f"    {marker}[{violation.rule}] {where}{text}")
         if first.fix:

@@ -12,6 +12,7 @@ import click
 
 from kernelnix.cli import DIR_ARGUMENT, F, exits_on, main, print_warnings, reports_user_errors
 from kernelnix.commands.nix import nix_options
+from kernelnix.compile.nix import NixOptions
 from kernelnix.config import load_config
 from kernelnix.config.types import BACKENDS
 from kernelnix.core.diagnostics import display_path
@@ -81,7 +82,8 @@ def init_command(
       kernelnix init my-org/add-one --backends all
       kernelnix init                 # here, as <hub user>/<this directory's name>
     """
-    from kernelnix.emit.scaffold import init_project, resolve_backends, resolve_target
+    from kernelnix.compile.project import init_project
+    from kernelnix.emit.scaffold import resolve_backends, resolve_target
 
     names, directory = resolve_target(path, name, Path.cwd())
     done = init_project(directory, names, resolve_backends(backends), license_, overwrite)
@@ -249,9 +251,7 @@ def upload_command(directory: Path, **options: Any) -> None:
 def build_and_upload_command(
     directory: Path,
     variant: str | None,
-    print_build_logs: bool,
-    max_jobs: int | None,
-    cores: int | None,
+    nix: NixOptions,
     **options: Any,
 ) -> None:
     """Build DIRECTORY's bundle with Nix into DIRECTORY/build, then upload it.
@@ -264,9 +264,8 @@ def build_and_upload_command(
       kernelnix build-and-upload -L --cores 8 --repo-id my-org/relu .
       kernelnix build-and-upload --variant torch213-cxx11-cu126-x86_64-linux .
     """
-    from kernelnix.compile.nix import NixOptions, build_and_copy, build_with_nix
+    from kernelnix.compile.nix import build_and_copy, build_with_nix
 
-    nix = NixOptions(print_build_logs, max_jobs, cores)
     if variant is None:
         build_and_copy(directory, nix)
     else:

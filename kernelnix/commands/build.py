@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -12,10 +10,12 @@ from kernelnix.cli import DIR_ARGUMENT, exits_on, main, print_warnings, reports_
 from kernelnix.commands.nix import nix_options
 from kernelnix.compile import BuildError, build_variant
 from kernelnix.compile.develop import create_pyproject
-from kernelnix.compile.local import build_planned, plan_here
+from kernelnix.compile.local import build_planned
+from kernelnix.compile.nix import NixOptions
 from kernelnix.core.diagnostics import UserError, display_path
 from kernelnix.host.system import current_system
-from kernelnix.plan.build import SCHEMA_VERSION
+from kernelnix.plan.build import PlanOptions, plan_directory
+from kernelnix.plan.model import read_plan
 from kernelnix.variants.matrix import TOOLCHAINS
 
 JOBS_OPTION = click.option(
@@ -54,9 +54,7 @@ def build_command(
     unique_id: str | None,
     jobs: int | None,
     no_progress: bool,
-    print_build_logs: bool,
-    max_jobs: int | None,
-    cores: int | None,
+    nix: NixOptions,
 ) -> None:
     """Build the variants of DIRECTORY/build.toml into DIRECTORY/build/.
 
@@ -79,15 +77,16 @@ def build_command(
     if not local:
         from kernelnix.compile.nix import build_with_nix, nix_build_options
 
-        options = nix_build_options(print_build_logs, max_jobs, cores, jobs)
+        options = nix_build_options(nix, jobs)
         build_with_nix(directory, variant, unique_id, options)
         return
-    if print_build_logs or max_jobs is not None or cores is not None:
+    if nix.given:
         raise UserError.single(
             "-L, --max-jobs and --cores are passed to Nix; a --local build runs no Nix",
             fix="drop them, or use -j/--jobs for the compile jobs of a --local build",
         )
-    loaded, plan = plan_here(directory, unique_id)
+    here = PlanOptions(systems=(current_system(),), unique_id=unique_id)
+    loaded, plan = plan_directory(directory, here)
     print_warnings(loaded.warnings)  # before the build, not after minutes of it
     result = build_planned(plan, directory, variant, jobs, progress=not no_progress)
     for name, reason in result.skipped.items():
@@ -99,22 +98,6 @@ def build_command(
             f"no variant of {directory} can be built on this machine ({current_system()})",
             fix="see the reasons above; install the Torch and toolkit a variant needs",
         )
-
-
-def _read_plan(path: Path) -> dict[str, Any]:
-    """A plan file of this kernelnix's schema, else a UserError."""
-    try:
-        plan = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError.single(f"not a plan file: {exc}", file=str(path)) from None
-    if not isinstance(plan, dict) or plan.get("schema-version") != SCHEMA_VERSION:
-        raise UserError.single(
-            f"plan schema {plan.get('schema-version') if isinstance(plan, dict) else None} "
-            f"is not {SCHEMA_VERSION}",
-            file=str(path),
-            fix="write the plan again with this kernelnix (kernelnix plan)",
-        )
-    return plan
 
 
 @main.command("build-variant")
@@ -182,7 +165,7 @@ def build_variant_command(
       kernelnix build-variant --plan kernelnix-plan.json \\
         --variant torch213-cxx11-cpu-x86_64-linux --source . --out "$out"
     """
-    plan = _read_plan(plan_path)
+    plan = read_plan(plan_path)
     built = build_variant(
         plan,
         system or current_system(),

@@ -6,6 +6,7 @@ kernelnix.compile.nix as well.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -13,26 +14,38 @@ import click
 
 from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
 from kernelnix.compile.nix import NixOptions, build_and_copy, enter_shell
+from kernelnix.compile.project import generate
 from kernelnix.config import load_config
-from kernelnix.emit.flake import generate
 from kernelnix.variants.matrix import TOOLCHAINS
 
 
 def nix_options(func: Any) -> Any:
-    """The options passed through to nix: -L, --max-jobs, --cores."""
-    for option in reversed(
-        [
-            click.option("-L", "--print-build-logs", is_flag=True, help="Show build logs."),
-            click.option("--max-jobs", type=click.IntRange(min=0), help="Builds Nix runs at once."),
-            click.option(
-                "--cores",
-                type=click.IntRange(min=0),
-                help="CPU cores each build may use (0: all).",
-            ),
-        ]
-    ):
-        func = option(func)
-    return func
+    """The options passed through to nix (-L, --max-jobs, --cores), given to
+    `func` as one `nix: NixOptions` argument."""
+
+    @functools.wraps(func)
+    def with_nix_options(
+        *args: Any,
+        print_build_logs: bool,
+        max_jobs: int | None,
+        cores: int | None,
+        **kwargs: Any,
+    ) -> Any:
+        return func(*args, nix=NixOptions(print_build_logs, max_jobs, cores), **kwargs)
+
+    options = [
+        click.option("-L", "--print-build-logs", is_flag=True, help="Show build logs."),
+        click.option("--max-jobs", type=click.IntRange(min=0), help="Builds Nix runs at once."),
+        click.option(
+            "--cores",
+            type=click.IntRange(min=0),
+            help="CPU cores each build may use (0: all).",
+        ),
+    ]
+    decorated: Any = with_nix_options
+    for option in reversed(options):
+        decorated = option(decorated)
+    return decorated
 
 
 @main.command("generate")
@@ -92,9 +105,7 @@ def generate_command(
 @DIR_ARGUMENT
 @nix_options
 @reports_user_errors
-def build_and_copy_command(
-    directory: Path, print_build_logs: bool, max_jobs: int | None, cores: int | None
-) -> None:
+def build_and_copy_command(directory: Path, nix: NixOptions) -> None:
     """Build DIRECTORY's bundle with Nix and copy its variants into DIRECTORY/build.
 
     \b
@@ -102,7 +113,7 @@ def build_and_copy_command(
       kernelnix build-and-copy examples/relu
       kernelnix build-and-copy -L --max-jobs 2 --cores 8 .
     """
-    build_and_copy(directory, NixOptions(print_build_logs, max_jobs, cores))
+    build_and_copy(directory, nix)
 
 
 def shell_command(name: str, help_text: str) -> None:
@@ -113,14 +124,8 @@ def shell_command(name: str, help_text: str) -> None:
     @click.option("--variant", metavar="NAME", help="The shell of this variant.")
     @nix_options
     @reports_user_errors
-    def command(
-        directory: Path,
-        variant: str | None,
-        print_build_logs: bool,
-        max_jobs: int | None,
-        cores: int | None,
-    ) -> None:
-        enter_shell(directory, name, variant, NixOptions(print_build_logs, max_jobs, cores))
+    def command(directory: Path, variant: str | None, nix: NixOptions) -> None:
+        enter_shell(directory, name, variant, nix)
 
 
 shell_command(

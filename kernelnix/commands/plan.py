@@ -13,7 +13,8 @@ from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.fileio import write_atomic
 from kernelnix.host.system import current_system
-from kernelnix.plan.build import PLAN_FILE, PlanOptions, build_plan, plan_json
+from kernelnix.plan.build import PlanOptions, build_plan
+from kernelnix.plan.model import PLAN_FILE, PlanVariant
 from kernelnix.variants.matrix import load_matrix, read_build_sets
 from kernelnix.variants.names import parse_variant_name
 
@@ -66,7 +67,7 @@ def list_variants(
     loaded = load_config(directory)
     print_warnings(loaded.warnings)
     plan = build_plan(loaded, PlanOptions(systems=systems))
-    for line in plan["notes"] + [c for s in plan["systems"].values() for c in s["collisions"]]:
+    for line in plan.notes + [c for s in plan.systems.values() for c in s.collisions]:
         click.echo(f"note: {line}", err=True)
     if as_json:
         click.echo(
@@ -74,16 +75,16 @@ def list_variants(
                 {
                     s: {
                         name: _variant_summary(v)
-                        for name, v in plan["variants"][s].items()
-                        if not arch or v["kind"] != "noarch"
+                        for name, v in plan.variants[s].items()
+                        if not arch or v.kind != "noarch"
                     }
-                    for s in plan["variants"]
+                    for s in plan.variants
                 },
                 indent=2,
             )
         )
         return
-    _echo_names(_only_arch({s: plan["systems"][s]["variants"] for s in plan["systems"]}, arch))
+    _echo_names(_only_arch({s: system.variants for s, system in plan.systems.items()}, arch))
 
 
 def _only_arch(names: dict[str, list[str]], arch: bool) -> dict[str, list[str]]:
@@ -101,19 +102,19 @@ def _echo_names(names: dict[str, list[str]]) -> None:
         click.echo(name)
 
 
-def _variant_summary(variant: dict[str, Any]) -> dict[str, Any]:
-    keys = (
+def _variant_summary(variant: PlanVariant) -> dict[str, Any]:
+    fields = {
         "kind",
         "backend",
-        "backend-version",
+        "backend_version",
         "torch",
-        "stable-abi",
-        "tvm-ffi",
+        "stable_abi",
+        "tvm_ffi",
         "bundle",
-        "ops-id",
+        "ops_id",
         "archs",
-    )
-    return {k: variant[k] for k in keys}
+    }
+    return variant.model_dump(mode="json", by_alias=True, include=fields)
 
 
 def _systems_option(system: str | None, all_systems: bool) -> tuple[str, ...] | None:
@@ -164,8 +165,8 @@ def plan_command(
     except ValueError as exc:
         raise UserError.single(str(exc), key="--unique-id") from None
     target = output or loaded.path.parent / PLAN_FILE
-    write_atomic(target, plan_json(plan))
+    write_atomic(target, plan.to_json())
     click.echo(
-        f"wrote {target}: {sum(len(s['variants']) for s in plan['systems'].values())} "
-        f"variants over {len(plan['systems'])} systems"
+        f"wrote {target}: {sum(len(s.variants) for s in plan.systems.values())} "
+        f"variants over {len(plan.systems)} systems"
     )

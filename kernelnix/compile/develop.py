@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kernelnix.compile.local import BUILD_DIR, WORK_DIR, build_planned, plan_here
+from kernelnix.compile.local import BUILD_DIR, WORK_DIR, build_planned
 from kernelnix.compile.variant import with_kernel_git
 from kernelnix.config import BuildConfig, load_config
 from kernelnix.core.diagnostics import UserError, display_path
@@ -28,9 +28,10 @@ from kernelnix.core.fileio import write_atomic
 from kernelnix.emit.render import render
 from kernelnix.host.machine import host_torch, why_not_buildable
 from kernelnix.host.system import current_system
-from kernelnix.plan.build import package_dir, pyext, source_files
+from kernelnix.plan.build import PlanOptions, package_dir, plan_directory, pyext, source_files
 from kernelnix.plan.ids import check_unique_id
 from kernelnix.plan.metadata import python_dependency_table, python_depends_for
+from kernelnix.plan.model import Plan
 
 COMPILE_COMMANDS = "compile_commands.json"
 TEMPLATES = {"pyproject.toml": "pyproject/pyproject.toml.j2", "setup.py": "pyproject/setup.py.j2"}
@@ -205,9 +206,9 @@ def _host_backend() -> str:
     return "metal" if current_system().endswith("darwin") else "cpu"
 
 
-def development_variant(plan: dict[str, Any]) -> str:
+def development_variant(plan: Plan) -> str:
     """The variant to develop with: this machine's backend, compiled before noarch."""
-    variants = plan["variants"].get(current_system(), {})
+    variants = plan.variants.get(current_system(), {})
     backend = _host_backend()
     buildable = [n for n, v in variants.items() if why_not_buildable(v) is None]
     if not buildable:
@@ -217,7 +218,7 @@ def development_variant(plan: dict[str, Any]) -> str:
         )
 
     def rank(name: str) -> tuple[bool, bool]:
-        return (variants[name]["backend"] != backend, variants[name]["kind"] == "noarch")
+        return (variants[name].backend != backend, variants[name].kind == "noarch")
 
     return min(buildable, key=rank)
 
@@ -233,7 +234,7 @@ def build_for_development(
     `unique_id` replaces the one from git; `kernel_git` (`<commit>[-dirty]`) is the
     commit the metadata records.
     """
-    _, plan = plan_here(root, unique_id)
+    _, plan = plan_directory(root, PlanOptions(systems=(current_system(),), unique_id=unique_id))
     if kernel_git is not None:
         plan = with_kernel_git(plan, kernel_git)
     name = development_variant(plan)

@@ -10,15 +10,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from kernelnix.compile.variant import build_variant
-from kernelnix.config import LoadedConfig, load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.progress import Progress
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.system import current_system
-from kernelnix.plan.build import PlanOptions, build_plan
+from kernelnix.plan.model import Plan
 
 BUILD_DIR = "build"
 WORK_DIR = ".build"
@@ -32,25 +30,11 @@ class LocalBuild:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def plan_here(directory: Path, unique_id: str | None = None) -> tuple[LoadedConfig, dict[str, Any]]:
-    """The config of `directory` and its plan for this machine's system."""
-    loaded = load_config(directory)
-    try:
-        plan = build_plan(loaded, PlanOptions(systems=(current_system(),), unique_id=unique_id))
-    except ValueError as exc:
-        raise UserError.single(str(exc), key="--unique-id") from None
-    return loaded, plan
-
-
-def _reasons(plan: dict[str, Any], system: str, variant: str | None) -> dict[str, str | None]:
+def _reasons(plan: Plan, system: str, variant: str | None) -> dict[str, str | None]:
     """Every variant of `system` (or just `variant`) -> why it cannot be built here, or None."""
-    variants = plan["variants"].get(system, {})
-    if variant is not None and variant not in variants:
-        raise UserError.single(
-            f"no variant {variant!r} for {system}",
-            key="--variant",
-            fix=f"use one of: {', '.join(variants) or '(none)'}",
-        )
+    variants = plan.variants.get(system, {})
+    if variant is not None:
+        plan.variant(system, variant)  # a UserError naming the valid ones
     reasons = {n: why_not_buildable(e) for n, e in variants.items() if variant in (None, n)}
     if variant is not None and reasons[variant]:
         raise UserError.single(f"cannot build {variant} on this machine: {reasons[variant]}")
@@ -58,7 +42,7 @@ def _reasons(plan: dict[str, Any], system: str, variant: str | None) -> dict[str
 
 
 def build_planned(
-    plan: dict[str, Any],
+    plan: Plan,
     directory: Path,
     variant: str | None = None,
     jobs: int | None = None,
@@ -78,7 +62,7 @@ def build_planned(
         for name in result.skipped:
             display.skip(name)
         for name in (name for name in reasons if name not in result.skipped):
-            noarch = plan["variants"][system][name]["kind"] == "noarch"
+            noarch = plan.variants[system][name].kind == "noarch"
             work_dir = None if noarch else out_dir / WORK_DIR / name
             with display.building(name, out_dir / WORK_DIR / f"{name}.log"):
                 built = build_variant(

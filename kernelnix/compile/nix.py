@@ -1,13 +1,14 @@
 """Running Nix on a kernel project: the Nix side of `kernelnix build`,
 `build-and-copy`, `devshell`, `testshell` and `list-variants --nix`.
 
-Each call first refreshes the generated files (kernelnix.emit.flake), checks that
+Each call first refreshes the generated files (kernelnix.compile.project), checks that
 git will show them to Nix (flakes see only tracked files), prints the command
 (`+ nix build ...`) and runs it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import shutil
@@ -19,11 +20,11 @@ from pathlib import Path
 
 import click
 
+from kernelnix.compile.project import generate
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.process import run_shown
 from kernelnix.emit.escape import nix_string
-from kernelnix.emit.flake import generate
 from kernelnix.host.record import HOST_FILE
 from kernelnix.host.system import current_system
 
@@ -39,6 +40,11 @@ class NixOptions:
     max_jobs: int | None = None
     cores: int | None = None
 
+    @property
+    def given(self) -> bool:
+        """Whether any option differs from Nix's defaults."""
+        return self != NixOptions()
+
     def args(self) -> list[str]:
         args = ["--print-build-logs"] if self.print_build_logs else []
         if self.max_jobs is not None:
@@ -48,17 +54,15 @@ class NixOptions:
         return args
 
 
-def nix_build_options(
-    print_build_logs: bool, max_jobs: int | None, cores: int | None, jobs: int | None
-) -> NixOptions:
+def nix_build_options(nix: NixOptions, jobs: int | None) -> NixOptions:
     """`kernelnix build`'s Nix options: its -j/--jobs is Nix's --cores."""
-    if jobs is not None and cores is not None and jobs != cores:
+    if jobs is not None and nix.cores is not None and jobs != nix.cores:
         raise UserError.single(
-            f"-j {jobs} and --cores {cores} disagree (for Nix builds -j is --cores)",
+            f"-j {jobs} and --cores {nix.cores} disagree (for Nix builds -j is --cores)",
             key="--cores",
             fix="pass one of them",
         )
-    return NixOptions(print_build_logs, max_jobs, cores if cores is not None else jobs)
+    return dataclasses.replace(nix, cores=nix.cores if nix.cores is not None else jobs)
 
 
 def nix_executable() -> str:

@@ -21,18 +21,17 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
 
 from kernelnix.checks import DEFAULT_POLICY, CheckOptions, render_reports, run_checks
 from kernelnix.compile.gpu_archs import ArchsUnknown, compiled_archs
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.fileio import replacing_dir
 from kernelnix.core.process import run_shown
-from kernelnix.emit.cmake import cmake_project, noarch_ops_py, variant_of, write_project
+from kernelnix.emit.cmake import cmake_project, noarch_ops_py, write_project
 from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
-from kernelnix.plan.ids import check_unique_id, ops_id
+from kernelnix.plan.ids import check_unique_id
 from kernelnix.plan.metadata import BuildProvenance, Metadata
-from kernelnix.variants.matrix import TOOLCHAINS
+from kernelnix.plan.model import KernelGitState, Plan, PlanVariant
 
 
 class BuildError(Exception):
@@ -46,25 +45,18 @@ def run_command(args: list[str]) -> None:
         raise BuildError(f"{Path(args[0]).name} exited with status {done.returncode}")
 
 
-def with_unique_id(plan: dict[str, Any], unique: str) -> dict[str, Any]:
-    """`plan` with another unique id: every ops id and metadata id recomputed."""
+def with_unique_id(plan: Plan, unique: str) -> Plan:
+    """`plan` with another unique id (`-` read as `_`); a UserError when it is invalid."""
     try:
-        unique = check_unique_id(unique.replace("-", "_"))
+        return plan.with_unique_id(check_unique_id(unique.replace("-", "_")))
     except ValueError as exc:
         raise UserError.single(str(exc), key="--unique-id") from None
-    rebased = copy.deepcopy(plan)
-    rebased["unique-id"] = unique
-    for variants in rebased["variants"].values():
-        for variant in variants.values():
-            variant["ops-id"] = ops_id(plan["python-name"], variant["backend"], unique)
-            variant["metadata"]["id"] = variant["ops-id"]
-    return rebased
 
 
 _REVISION = re.compile(r"(?P<commit>[0-9a-f]{7,40})(?P<dirty>-dirty)?")
 
 
-def with_kernel_git(plan: dict[str, Any], revision: str) -> dict[str, Any]:
+def with_kernel_git(plan: Plan, revision: str) -> Plan:
     """`plan` with the kernel commit the build really has: `<commit>`,
     `<commit>-dirty`, or "" when unknown (provenance then names none).
 
@@ -78,27 +70,16 @@ def with_kernel_git(plan: dict[str, Any], revision: str) -> dict[str, Any]:
             key="--kernel-git",
             fix="pass a git commit (hex), optionally followed by -dirty, or an empty string",
         )
-    kernel = {"commit": match["commit"], "dirty": bool(match["dirty"])} if match else None
-    rebased = copy.deepcopy(plan)
-    rebased["kernel-git"] = kernel
-    for variants in rebased["variants"].values():
-        for variant in variants.values():
-            provenance = variant["metadata"].get("provenance", {})
-            provenance.pop("kernel", None)
-            if kernel is not None:
-                provenance["kernel"] = dict(kernel)
-    return rebased
+    kernel = KernelGitState(commit=match["commit"], dirty=bool(match["dirty"])) if match else None
+    return plan.with_kernel_git(kernel)
 
 
-def metadata_text(variant: dict[str, Any], toolchain: str, redistributable: bool) -> str:
-    """metadata.json of a variant: the plan's, plus kernelnix's provenance."""
-    if toolchain not in TOOLCHAINS:
-        raise UserError.single(
-            f"unknown toolchain {toolchain!r}",
-            key="--toolchain",
-            fix=f"use {' or '.join(TOOLCHAINS)}",
-        )
-    data = copy.deepcopy(variant["metadata"])
+def metadata_text(variant: PlanVariant, toolchain: str, redistributable: bool) -> str:
+    """metadata.json of a variant: the plan's, plus kernelnix's provenance.
+
+    `toolchain` is one of matrix.json's toolchain names (build-variant's --toolchain).
+    """
+    data = copy.deepcopy(variant.metadata)
     provenance = data.setdefault("provenance", {"kernel-builder": {"version": "unknown"}})
     provenance["kernelnix"] = BuildProvenance(
         toolchain=toolchain, redistributable=redistributable
@@ -106,39 +87,39 @@ def metadata_text(variant: dict[str, Any], toolchain: str, redistributable: bool
     return Metadata.validate(data).to_json_text()
 
 
-def _cmake_definitions(variant: dict[str, Any], source_dir: Path, jobs: int | None) -> list[str]:
+def _cmake_definitions(variant: PlanVariant, source_dir: Path, jobs: int | None) -> list[str]:
     definitions = [
         f"-DKERNEL_SOURCE_DIR={source_dir.resolve()}",
         f"-DPython_EXECUTABLE={sys.executable}",
     ]
-    backend = variant["backend"]
+    backend = variant.backend
     if backend in ("cuda", "xpu"):
         compiler = compiler_version(backend)
         language = "CUDA" if backend == "cuda" else "CXX"
         if compiler:
             definitions.append(f"-DCMAKE_{language}_COMPILER={compiler[0]}")
     if backend == "cuda":
-        most_archs = max((len(a or []) for a in variant["kernels"].values()), default=1)
+        most_archs = max((len(a or []) for a in variant.kernels.values()), default=1)
         definitions.append(f"-DNVCC_THREADS={max(1, min(most_archs, jobs or os.cpu_count() or 1))}")
     return definitions
 
 
-def _check_archs(library: Path, variant: dict[str, Any]) -> None:
+def _check_archs(library: Path, variant: PlanVariant) -> None:
     try:
-        found = compiled_archs(library, variant["backend"])
+        found = compiled_archs(library, variant.backend)
     except ArchsUnknown as exc:
         print(f"note: {library.name}: GPU archs not verified: {exc}", flush=True)
         return
-    if found is not None and found != sorted(variant["archs"] or []):
+    if found is not None and found != sorted(variant.archs or []):
         raise BuildError(
             f"{library.name} holds code for {', '.join(found) or 'no arch'}, but the plan "
-            f"asks for {', '.join(variant['archs'] or [])}"
+            f"asks for {', '.join(variant.archs or [])}"
         )
 
 
 @contextmanager
 def _compiled(
-    plan: dict[str, Any],
+    plan: Plan,
     system: str,
     name: str,
     source_dir: Path,
@@ -147,7 +128,7 @@ def _compiled(
     jobs: int | None,
 ) -> Iterator[Path]:
     """Configure and compile the variant's CMake project; yields its build tree."""
-    variant = variant_of(plan, system, name)
+    variant = plan.variant(system, name)
     with _work_dir(work_dir) as work:
         project, build = work / "project", work / "build"
         write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
@@ -157,20 +138,20 @@ def _compiled(
         yield build
 
 
-def _install(build: Path, target: Path, variant: dict[str, Any]) -> None:
+def _install(build: Path, target: Path, variant: PlanVariant) -> None:
     run_command(["cmake", "--install", str(build), "--prefix", str(target)])
-    _check_archs(target / f"{variant['ops-id']}.abi3.so", variant)
+    _check_archs(target / f"{variant.ops_id}.abi3.so", variant)
 
 
-def _stage_noarch(plan: dict[str, Any], source_dir: Path, target: Path, metadata: str) -> None:
-    package = plan["package-dir"] + "/"
-    for source in plan["sources"]:
+def _stage_noarch(plan: Plan, source_dir: Path, target: Path, metadata: str) -> None:
+    package = plan.package_dir + "/"
+    for source in plan.sources:
         relative = source.removeprefix(package)
         if source.startswith(package) and relative != "_ops.py":
             (target / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source_dir / source, target / relative)
     target.mkdir(parents=True, exist_ok=True)
-    (target / "_ops.py").write_text(noarch_ops_py(plan["python-name"], plan["unique-id"]))
+    (target / "_ops.py").write_text(noarch_ops_py(plan.python_name, plan.unique_id))
     (target / "metadata.json").write_text(metadata)
 
 
@@ -213,7 +194,7 @@ def _work_dir(work_dir: Path | None) -> Iterator[Path]:
 
 
 def build_variant(
-    plan: dict[str, Any],
+    plan: Plan,
     system: str,
     variant_name: str,
     source_dir: Path,
@@ -238,7 +219,7 @@ def build_variant(
         plan = with_unique_id(plan, unique_id)
     if kernel_git is not None:
         plan = with_kernel_git(plan, kernel_git)
-    variant = variant_of(plan, system, variant_name)
+    variant = plan.variant(system, variant_name)
     reason = why_not_buildable(variant)
     if reason:
         raise UserError.single(f"cannot build {variant_name} on this machine: {reason}")
@@ -249,7 +230,7 @@ def build_variant(
     # while compiling leaves nothing in out_dir.
     compiled = (
         nullcontext(None)
-        if variant["kind"] == "noarch"
+        if variant.kind == "noarch"
         else _compiled(plan, system, variant_name, source_dir, work_dir, metadata, jobs)
     )
     with compiled as build, replacing_dir(destination) as target:

@@ -1,10 +1,10 @@
 """Read build.toml of every edition in use into the edition-5 `BuildConfig`.
 
-Detection follows the reference tool: `general.edition = 5` selects edition 5,
-any other edition is an error, and a file without `edition` is read as the
-pre-edition v4 shape, then v3. v4 and v3 files are upgraded in memory with a
-warning; unlike the reference, v3 files load when they carry what edition 5
-needs. Every problem of a file is reported at once.
+The edition is found as the reference tool finds it (`editions/probe.py`). v4
+and v3 files are upgraded in memory with a warning; unlike the reference, v3
+files load when they carry what edition 5 needs. pydantic validates each
+edition's model; every problem of a file is reported at once, each with its
+key path, line and a fix.
 """
 
 from __future__ import annotations
@@ -24,22 +24,24 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 
-from kernelnix.config.locate import KeyPath, key_lines, line_of
-from kernelnix.config.model import (
-    FRAMEWORKS,
-    KERNEL_MODELS,
-    MODELS_BY_SHAPE,
-    BuildConfig,
-    Table,
+from pydantic import ValidationError
+
+from kernelnix.config.base import FileModel
+from kernelnix.config.editions.probe import (
+    MODELS,
+    EditionError,
+    declared_shape,
+    upgrade_document,
 )
+from kernelnix.config.issues import EXPECTED, Issue, field_for_key, issues_of
+from kernelnix.config.locate import KeyPath, key_lines, line_of
+from kernelnix.config.model import FRAMEWORKS, KERNEL_MODELS, BuildConfig
 from kernelnix.config.paths import ProjectFiles, declared_paths
-from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError
-from kernelnix.config.upgrade import upgrade_document
+from kernelnix.config.tables import BuildDocument
+from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError, toml_type_name
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
-from kernelnix.schema import Issue, Model, SchemaError, model_at, toml_type_name
 
 BUILD_TOML = "build.toml"
-SUPPORTED_EDITIONS = (5,)
 
 
 @dataclass
@@ -187,9 +189,17 @@ def load_config_text(path: Path, text: str, raw: dict[str, Any]) -> LoadedConfig
                 )
             ]
         )
-    if "edition" in general:
-        return _load_edition(reporter, raw, general["edition"])
-    return _load_pre_edition(reporter, raw)
+    try:
+        shape = declared_shape(general)
+    except EditionError as exc:
+        raise UserError([reporter.at(("general", "edition"), str(exc), fix=exc.fix)]) from None
+    if shape is None:
+        return _load_pre_edition(reporter, raw)
+    config, errors = _validate(reporter, raw, shape)
+    if errors:
+        raise UserError(errors)
+    assert isinstance(config, BuildConfig)
+    return _finish(reporter, config, shape, [])
 
 
 def _paths_with_nul(value: Any, path: KeyPath = ()) -> Iterator[KeyPath]:
@@ -205,41 +215,10 @@ def _paths_with_nul(value: Any, path: KeyPath = ()) -> Iterator[KeyPath]:
             yield from _paths_with_nul(item, (*path, index))
 
 
-def _load_edition(reporter: _Reporter, raw: dict[str, Any], edition: object) -> LoadedConfig:
-    key = ("general", "edition")
-    if isinstance(edition, bool) or not isinstance(edition, int):
-        raise UserError(
-            [
-                reporter.at(
-                    key,
-                    f"expected an integer edition, got {toml_type_name(edition)} {edition!r}",
-                    fix="write `edition = 5`",
-                )
-            ]
-        )
-    if edition not in SUPPORTED_EDITIONS:
-        raise UserError(
-            [
-                reporter.at(
-                    key,
-                    f"unsupported build.toml edition {edition}; kernelnix supports edition "
-                    f"{', '.join(map(str, SUPPORTED_EDITIONS))} and pre-edition (v3/v4) files",
-                    fix="write `edition = 5`; a pre-edition file (no `edition` key) can be "
-                    "upgraded with `kernelnix update-build`",
-                )
-            ]
-        )
-    config, errors = _validate(reporter, raw, "5")
-    if errors:
-        raise UserError(errors)
-    assert isinstance(config, BuildConfig)
-    return _finish(reporter, config, "5", [])
-
-
 def _load_pre_edition(reporter: _Reporter, raw: dict[str, Any]) -> LoadedConfig:
     _, v4_errors = _validate(reporter, raw, "v4")
     shape = "v4"
-    if v4_errors:
+    if v4_errors:  # not v4: v3, or an edition-5 file without its `edition`
         v3, v3_errors = _validate(reporter, raw, "v3")
         if v3_errors:
             _, v5_errors = _validate(
@@ -353,11 +332,10 @@ def _edition5_warnings(reporter: _Reporter, config: BuildConfig) -> list[Diagnos
 def _framework_problems(
     reporter: _Reporter,
     raw: Mapping[str, Any],
-    shape: str,
+    model: type[BuildDocument],
 ) -> tuple[Mapping[str, Any], list[Diagnostic]]:
     """Check the framework sections; drop extra ones so they are reported once."""
-    allowed = ("torch", "tvm-ffi") if shape == "v3" else FRAMEWORKS
-    present = [f for f in allowed if f in raw]
+    present = [f for f in model.frameworks if f in raw]
     if len(present) > 1:
         keep, *extra = present
         diagnostics = [
@@ -369,7 +347,7 @@ def _framework_problems(
             for name in extra
         ]
         return {k: v for k, v in raw.items() if k not in extra}, diagnostics
-    if not present and shape != "v3":
+    if not present and model.framework_required:
         return raw, [
             reporter.at(
                 (),
@@ -386,13 +364,13 @@ def _validate(
     reporter: _Reporter,
     raw: Mapping[str, Any],
     shape: str,
-) -> tuple[Table | None, list[Diagnostic]]:
-    data, problems = _framework_problems(reporter, raw, shape)
-    model = MODELS_BY_SHAPE[shape]
+) -> tuple[FileModel | None, list[Diagnostic]]:
+    model = MODELS[shape]
+    data, problems = _framework_problems(reporter, raw, model)
     try:
-        config = model.validate(data, context={"frameworks_checked": True})
-    except SchemaError as exc:
-        problems += [_diagnose(reporter, model, data, issue) for issue in exc.issues]
+        config = model.validate(data)
+    except ValidationError as exc:
+        problems += [_diagnose(reporter, issue) for issue in issues_of(exc, model)]
         return None, _sorted_unique(problems)
     return (None, problems) if problems else (config, [])
 
@@ -401,14 +379,12 @@ def _sorted_unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return sorted(dict.fromkeys(diagnostics), key=lambda d: d.line or 0)
 
 
-def _diagnose(
-    reporter: _Reporter, model: type[Model], data: Mapping[str, Any], issue: Issue
-) -> Diagnostic:
+def _diagnose(reporter: _Reporter, issue: Issue) -> Diagnostic:
     loc, kind, value = issue.loc, issue.kind, issue.value
     if kind == "extra_forbidden":
-        return _unknown_key(reporter, model, data, loc)
+        return _unknown_key(reporter, issue)
     if kind == "missing":
-        return _missing_key(reporter, model, data, loc)
+        return _missing_key(reporter, issue)
     if kind in ("union_tag_not_found", "union_tag_invalid"):
         kernel = loc[:2]
         found = value.get("backend") if isinstance(value, dict) else None
@@ -424,31 +400,14 @@ def _diagnose(
         if isinstance(issue.error, EntryError):  # a problem with one entry of a table value
             loc, value = (*loc, issue.error.key), issue.error.value
         return reporter.at(loc, issue.message, fix=_float_fix(reporter, loc, value))
-    if kind.endswith("_type"):
-        expected = _EXPECTED_TYPES.get(kind, kind.removesuffix("_type"))
+    if kind in EXPECTED:
         fix = _float_fix(reporter, loc, value) if kind == "string_type" else None
         if kind == "int_type" and isinstance(value, float) and value.is_integer():
             fix = f"write a whole number without a decimal point: {loc[-1]} = {int(value)}"
-        return reporter.at(
-            loc,
-            f"expected {expected}, got {toml_type_name(value)} {value!r}"
-            if not isinstance(value, dict)
-            else f"expected {expected}, got a table",
-            fix=fix,
-        )
+        return reporter.at(loc, issue.message, fix=fix)
     if kind == "greater_than_equal":
         return reporter.at(loc, f"expected a non-negative integer, got {value!r}")
     return reporter.at(loc, issue.message)
-
-
-_EXPECTED_TYPES = {
-    "string_type": "a string",
-    "int_type": "an integer",
-    "bool_type": "a boolean",
-    "list_type": "an array",
-    "dict_type": "a table",
-    "model_type": "a table",
-}
 
 
 def _a(noun: str) -> str:
@@ -493,17 +452,14 @@ def _bad_choice(
 # ------------------------------------------------- unknown and missing keys
 
 
-def _keys_of(model: type[Model]) -> list[str]:
-    keys = [spec.key for spec in model.schema_fields().values()]
-    return [k for k in keys if k != "backend"]
+def _keys_of(model: type[FileModel]) -> list[str]:
+    return [k for k in model.file_keys() if k != "backend"]
 
 
-def _unknown_key(
-    reporter: _Reporter, root: type[Model], data: Mapping[str, Any], loc: KeyPath
-) -> Diagnostic:
+def _unknown_key(reporter: _Reporter, issue: Issue) -> Diagnostic:
+    loc = issue.loc
     key = str(loc[-1])
-    parent = model_at(root, data, loc[:-1]) if loc[:-1] else root
-    valid = _keys_of(parent) if parent else []
+    valid = _keys_of(issue.owner) if issue.owner else []
     table = format_key_path(loc[:-1])
     where = f"[{table}]" if table else "the top level"
     if not loc[:-1]:
@@ -520,15 +476,14 @@ def _unknown_key(
     return reporter.at(loc, message, fix=fix + f"valid keys here: {', '.join(valid)}")
 
 
-def _missing_key(
-    reporter: _Reporter, root: type[Model], data: Mapping[str, Any], loc: KeyPath
-) -> Diagnostic:
+def _missing_key(reporter: _Reporter, issue: Issue) -> Diagnostic:
+    loc = issue.loc
     key = str(loc[-1])
-    parent = model_at(root, data, loc[:-1]) if loc[:-1] else root
-    info = parent.field_for_key(key) if parent is not None else None
+    info = field_for_key(issue.owner, key) if issue.owner is not None else None
     example = info.examples[0] if info is not None and info.examples else None
     table = format_key_path(loc[:-1])
-    fix = f"add `{key} = {example}` to [{table}]" if example and table else None
+    # The examples are JSON values; those of build.toml's keys are spelled the same in TOML.
+    fix = f"add `{key} = {json.dumps(example)}` to [{table}]" if example and table else None
     if not table:
         fix = f"add a [{key}] table"
     return reporter.at(

@@ -1,110 +1,120 @@
-"""The models of build.toml (see kernelnix.schema for the validation rules).
+"""Edition 5 of build.toml: `BuildConfig`, the one model the rest of kernelnix sees.
 
-Edition 5 is the ONE model the rest of kernelnix sees (`BuildConfig`). The
-pre-edition v4 and v3 shapes are small subclasses that only differ in what
-they allow; `kernelnix.config.upgrade` turns them into edition 5.
+Each table extends its pre-edition shape (`kernelnix.config.editions`), so the
+keys of every edition are declared once; the tables no edition changed come
+from `kernelnix.config.tables`. Pre-edition files are upgraded to this shape
+before they are validated as it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Literal
+from typing import Any, ClassVar, Literal
 
-from kernelnix.config.types import (
-    Backend,
-    CudaCapability,
-    Dependency,
-    GitUrl,
-    KernelName,
-    NonNegativeInt,
-    RocmArch,
-    StableAbi,
-    VersionStr,
+from pydantic import ConfigDict, Field, model_validator
+
+from kernelnix.config.base import FileModel
+from kernelnix.config.editions.v3 import BackendDepsV3, CudaV3
+from kernelnix.config.editions.v4 import (
+    FRAMEWORKS,
+    GeneralV4,
+    TorchNoarch,
+    TorchV4,
+    TvmFfi,
 )
+from kernelnix.config.tables import (
+    KERNEL_MODELS,
+    BuildDocument,
+    CpuKernel,
+    CudaKernel,
+    Hub,
+    Kernel,
+    KernelBase,
+    MetalKernel,
+    RocmKernel,
+    XpuKernel,
+)
+from kernelnix.config.types import NonNegativeInt, StableAbi
 from kernelnix.core.version import Version
-from kernelnix.schema import Model, Tagged, field
 
-
-class Table(Model):
-    """A build.toml table: kebab-case keys, unknown keys rejected, no coercion.
-
-    Only the kebab-case spelling is accepted (as upstream does): snake_case
-    field names must not validate, or `[tvm_ffi]` would slip past the
-    one-framework check and `cuda_capabilities` into a kernel table.
-    """
-
+__all__ = [
+    "FRAMEWORKS",
+    "KERNEL_MODELS",
+    "BackendDeps",
+    "BuildConfig",
+    "CpuKernel",
+    "Cuda",
+    "CudaKernel",
+    "General",
+    "Hub",
+    "Kernel",
+    "KernelBase",
+    "KernelDependencyRef",
+    "MetalKernel",
+    "RocmKernel",
+    "Torch",
+    "TorchNoarch",
+    "TpuDeps",
+    "TvmFfi",
+    "XpuKernel",
+]
 
 # ---------------------------------------------------------------- [general]
 
 
-class Hub(Table):
-    repo_id: str | None = field(None, examples=['"my-org/my-kernel"'])
-    branch: str | None = None
+def _version_or_revision(schema: dict[str, Any]) -> None:
+    schema["oneOf"] = [{"required": ["version"]}, {"required": ["revision"]}]
 
 
-class KernelDependencyRef(Table):
-    """Another Hub kernel this kernel needs at run time (edition 5)."""
+class KernelDependencyRef(FileModel):
+    """Another Hub kernel this kernel needs at run time: exactly one of `version`
+    and `revision`."""
 
-    repo_id: str = field(examples=['"kernels-community/activation"'])
-    version: NonNegativeInt | None = None
-    revision: str | None = None
+    model_config = ConfigDict(title="kernel dependency", json_schema_extra=_version_or_revision)
 
-    def check_whole(self, context: Mapping[str, object]) -> None:
+    repo_id: str = Field(
+        description="The kernel's Hub repository.", examples=["kernels-community/activation"]
+    )
+    version: NonNegativeInt | None = Field(None, description="Its major version.")
+    revision: str | None = Field(None, description="A git revision of it.")
+
+    @model_validator(mode="after")
+    def _version_xor_revision(self) -> KernelDependencyRef:
         if self.version is not None and self.revision is not None:
             raise ValueError("`version` and `revision` are mutually exclusive; keep one of them")
         if self.version is None and self.revision is None:
             raise ValueError(
                 "either `version` (an integer) or `revision` (a git revision) must be specified"
             )
+        return self
 
 
-class BackendDepsV4(Table):
-    python_depends: list[str] = field([])
+_KERNEL_DEPENDS = "Hub kernels the kernel needs at run time on this backend."
 
 
-class CudaV4(BackendDepsV4):
-    minver: VersionStr | None = field(None, examples=['"12.6"'])
-    maxver: VersionStr | None = field(None, examples=['"13.2"'])
+class BackendDeps(BackendDepsV3):
+    kernel_depends: list[KernelDependencyRef] = Field([], description=_KERNEL_DEPENDS)
 
 
-class BackendDeps(BackendDepsV4):
-    kernel_depends: list[KernelDependencyRef] = field([])
-
-
-class Cuda(CudaV4, BackendDeps):
+class Cuda(CudaV3, BackendDeps):
     pass
 
 
-class TpuDeps(Table):
-    python_depends: list[str] = field([])
-
-
-class GeneralV3(Table):
-    name: KernelName = field(examples=['"my-kernel"'])
-    version: NonNegativeInt | None = field(None, examples=["1"])
-    license: str | None = field(None, examples=['"Apache-2.0"'])
-    upstream: GitUrl | None = None
-    backends: list[Backend] = field(examples=['["cpu", "cuda"]'])
-    python_depends: list[str] = field([])
-    hub: Hub | None = None
-    cuda: CudaV4 | None = None
-    neuron: BackendDepsV4 | None = None
-    xpu: BackendDepsV4 | None = None
-
-
-class GeneralV4(GeneralV3):
-    version: NonNegativeInt = field(examples=["1"])
-    license: str = field(examples=['"Apache-2.0"'])
-    source: GitUrl | None = None
+class TpuDeps(BackendDepsV3):
+    """`[general.tpu]`: no kernel dependencies."""
 
 
 class General(GeneralV4):
-    edition: Literal[5] = field(examples=["5"])
-    kernel_depends: list[KernelDependencyRef] = field([])
-    cuda: Cuda | None = None
-    neuron: BackendDeps | None = None
-    xpu: BackendDeps | None = None
-    tpu: TpuDeps | None = None
+    # An integral float (5.0) would pass the Literal: the probe refuses it first.
+    edition: Literal[5] = Field(
+        description="The build.toml edition; any other value is an error.", examples=[5]
+    )
+    kernel_depends: list[KernelDependencyRef] = Field(
+        [], description="Hub kernels the kernel needs at run time, on every backend."
+    )
+    cuda: Cuda | None = Field(None, description="CUDA bounds and dependencies.")
+    neuron: BackendDeps | None = Field(None, description="Neuron dependencies.")
+    xpu: BackendDeps | None = Field(None, description="XPU dependencies.")
+    tpu: TpuDeps | None = Field(None, description="TPU dependencies.")
 
     @property
     def python_name(self) -> str:
@@ -114,22 +124,17 @@ class General(GeneralV4):
 # ------------------------------------------------------- framework sections
 
 
-class TorchV3(Table):
-    src: list[str] = field([])
-    include: list[str] = field([])
-    minver: VersionStr | None = field(None, examples=['"2.12"'])
-    maxver: VersionStr | None = field(None, examples=['"2.13"'])
-    pyext: list[str] | None = None
-
-
-class TorchV4(TorchV3):
-    stable_abi: VersionStr | None = field(None, examples=['"2.12"'])
-    cxx_flags: list[str] = field([])
-
-
 class Torch(TorchV4):
+    """`[torch]`: a compiled Torch extension."""
+
     # Edition 5 widens the field: one version, or a table of them per backend.
-    stable_abi: StableAbi | None = field(None, examples=['"2.12"'])  # type: ignore[assignment]
+    stable_abi: StableAbi | None = Field(  # type: ignore[assignment]
+        None,
+        description="Build against Torch's stable ABI of this version: one for every backend, "
+        "or a table `backend = version` (edition 5 only); a backend left out of the table "
+        "gets the full ABI.",
+        examples=["2.12"],
+    )
 
     def stable_abi_for(self, backend: str) -> Version | None:
         """The stable-ABI target of `backend`, or None for the full ABI."""
@@ -138,126 +143,22 @@ class Torch(TorchV4):
         return self.stable_abi
 
 
-class TorchNoarch(Table):
-    """`[torch-noarch]`: upstream spells the arch lists in snake_case; we take both."""
-
-    pyext: list[str] | None = None
-    cuda_capabilities: list[CudaCapability] | None = None
-    rocm_archs: list[RocmArch] | None = None
-
-    @classmethod
-    def normalize_input(cls, data: dict[str, object]) -> dict[str, object]:
-        data = dict(data)
-        for kebab in ("cuda-capabilities", "rocm-archs"):
-            snake = kebab.replace("-", "_")
-            if snake in data and kebab in data:
-                raise ValueError(
-                    f"`{kebab}` and `{snake}` are the same key spelled twice; keep one "
-                    f"(`{snake}` also works with upstream kernel-builder)"
-                )
-            if snake in data:
-                data[kebab] = data.pop(snake)
-        return data
+# ------------------------------------------------------------- the document
 
 
-class TvmFfiV3(Table):
-    src: list[str] = field(examples=['["tvm-ffi-ext/binding.cpp"]'])
-    include: list[str] = field([])
-    pyext: list[str] | None = None
+class BuildConfig(BuildDocument):
+    """A build.toml of edition 5: `[general]`, one framework section, the kernels."""
 
+    # The only shape downstream code sees.
+    frameworks: ClassVar[tuple[str, ...]] = FRAMEWORKS
 
-class TvmFfi(TvmFfiV3):
-    cxx_flags: list[str] = field([])
-
-
-# --------------------------------------------------------- [kernel.<name>]
-
-
-class KernelBase(Table):
-    src: list[str] = field(examples=['["my_kernel/kernel.cpp"]'])
-    depends: list[Dependency] = field(examples=['["torch"]'])
-    include: list[str] = field([])
-    cxx_flags: list[str] = field([])
-
-
-class CpuKernel(KernelBase):
-    backend: Literal["cpu"]
-
-
-class MetalKernel(KernelBase):
-    backend: Literal["metal"]
-
-
-class CudaKernel(KernelBase):
-    backend: Literal["cuda"]
-    cuda_capabilities: list[CudaCapability] | None = None
-    cuda_flags: list[str] = field([])
-    cuda_minver: VersionStr | None = None
-
-
-class RocmKernel(KernelBase):
-    backend: Literal["rocm"]
-    rocm_archs: list[RocmArch] | None = None
-    hip_flags: list[str] = field([])
-
-
-class XpuKernel(KernelBase):
-    backend: Literal["xpu"]
-    sycl_flags: list[str] = field([])
-
-
-Kernel = Annotated[
-    CpuKernel | CudaKernel | MetalKernel | RocmKernel | XpuKernel,
-    Tagged("backend"),
-]
-KERNEL_MODELS: dict[str, type[KernelBase]] = {
-    "cpu": CpuKernel,
-    "cuda": CudaKernel,
-    "metal": MetalKernel,
-    "rocm": RocmKernel,
-    "xpu": XpuKernel,
-}
-
-FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
-
-
-# ------------------------------------------------------------- documents
-
-
-class BuildConfigV3(Table):
-    general: GeneralV3
-    torch: TorchV3 | None = None
-    tvm_ffi: TvmFfiV3 | None = None
-    kernel: dict[str, Kernel] = field({})
-
-
-class BuildConfigV4(Table):
-    general: GeneralV4
-    torch: TorchV4 | None = None
-    torch_noarch: TorchNoarch | None = None
-    tvm_ffi: TvmFfi | None = None
-    kernel: dict[str, Kernel] = field({})
-
-
-class BuildConfig(Table):
-    """A normalized build.toml of edition 5: the only shape downstream code sees."""
-
-    general: General
-    torch: Torch | None = None
-    torch_noarch: TorchNoarch | None = None
-    tvm_ffi: TvmFfi | None = None
-    kernel: dict[str, Kernel] = field({})
-
-    def check_whole(self, context: Mapping[str, object]) -> None:
-        # The loader reports framework problems itself, with lines; see load.py.
-        if context.get("frameworks_checked"):
-            return
-        present = [f for f in FRAMEWORKS if getattr(self, f.replace("-", "_")) is not None]
-        if len(present) != 1:
-            raise ValueError(
-                "exactly one framework section is required: [torch], [torch-noarch] or "
-                f"[tvm-ffi]; found {len(present)}"
-            )
+    general: General = Field(description="The kernel: name, version, license, backends.")
+    torch: Torch | None = Field(None, description="A compiled Torch extension.")
+    torch_noarch: TorchNoarch | None = Field(None, description="A Python-only kernel.")
+    tvm_ffi: TvmFfi | None = Field(None, description="A TVM FFI extension.")
+    kernel: dict[str, Kernel] = Field(
+        {}, description="The compiled components: one table per kernel, any name."
+    )
 
     @property
     def framework(self) -> str:
@@ -274,10 +175,3 @@ class BuildConfig(Table):
     def to_json(self) -> dict[str, object]:
         """The normalized config as plain JSON data with build.toml's key names."""
         return self.to_data(exclude_none=True)
-
-
-MODELS_BY_SHAPE: dict[str, type[Table]] = {
-    "5": BuildConfig,
-    "v4": BuildConfigV4,
-    "v3": BuildConfigV3,
-}

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import tomlkit
 
+from kernelnix.config.editions.probe import upgrade_document
 from kernelnix.config.load import (
     BUILD_TOML,
     build_toml_path,
     load_config_text,
     read_build_toml,
 )
-from kernelnix.config.upgrade import upgrade_document
 from kernelnix.core.diagnostics import UserError, display_path
 from kernelnix.core.fileio import write_atomic
 

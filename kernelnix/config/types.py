@@ -1,7 +1,10 @@
 """Value types of build.toml: names, versions, git URLs, capabilities, dependencies.
 
 Each validator raises `ValueError` with a sentence that names the bad value and
-says what was expected; the loader adds the file, key path and line.
+says what was expected; the loader adds the file, key path and line. Each type
+also carries its JSON Schema (`WithJsonSchema`): a title, the words the docs
+use for it, and the same regular expression as its validator, so an editor
+rejects what the loader rejects.
 """
 
 from __future__ import annotations
@@ -10,16 +13,17 @@ import re
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from kernelnix.core.version import Version
-from kernelnix.schema import Before, Ge, Serializer, toml_type_name
+from pydantic import Field, PlainSerializer, PlainValidator, WithJsonSchema
 
-Backend = Literal["cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu"]
-BACKENDS: tuple[str, ...] = get_args(Backend)
+from kernelnix.core.version import Version
+
+BackendName = Literal["cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu"]
+BACKENDS: tuple[str, ...] = get_args(BackendName)
 
 KernelBackend = Literal["cpu", "cuda", "metal", "rocm", "xpu"]
 KERNEL_BACKENDS: tuple[str, ...] = get_args(KernelBackend)
 
-Dependency = Literal[
+DependencyName = Literal[
     "cutlass_2_10",
     "cutlass_3_5",
     "cutlass_3_6",
@@ -32,15 +36,37 @@ Dependency = Literal[
     "metal-cpp",
     "torch",
 ]
-DEPENDENCIES: tuple[str, ...] = get_args(Dependency)
+DEPENDENCIES: tuple[str, ...] = get_args(DependencyName)
 
 GIT_SCHEMES = ("https", "http", "git", "ssh", "git+ssh", "git+https", "git+http")
 
 _KERNEL_NAME = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
-_CAPABILITY = re.compile(r"(?P<major>\d+)\.(?P<minor>\d+)(?P<suffix>[af]?)(?P<ptx>\+PTX)?")
+_CAPABILITY = re.compile(r"(?P<major>[0-9]+)\.(?P<minor>[0-9]+)(?P<suffix>[af]?)(?P<ptx>\+PTX)?")
 _ROCM_ARCH = re.compile(r"gfx[0-9a-f]{3,4}(:(sramecc|xnack)[+-])*")
 # As upstream: the user may be empty or hold spaces, the host may not, the path is anything.
 _SCP_URL = re.compile(r"(?P<user>[^@/]*)@(?P<host>[^:/\s]+):(?P<path>.+)")
+
+
+# What Version.parse accepts, written as a JSON Schema pattern (the schema has no code).
+_MAJOR_MINOR = r"\s*[0-9]+\.[0-9]+\s*"
+
+
+# Python types of parsed TOML (and JSON) -> their TOML words; bool before int.
+_TOML_TYPES = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "float"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "table"),
+)
+
+
+def toml_type_name(value: object) -> str:
+    """The TOML word for a parsed value's type, for error messages (JSON's null too)."""
+    if value is None:
+        return "null"
+    return next((word for kind, word in _TOML_TYPES if isinstance(value, kind)), "date/time")
 
 
 class EntryError(ValueError):
@@ -152,16 +178,104 @@ def _serialize_version(version: Version) -> str:
     return version.major_minor()
 
 
+def json_pattern(regex: str) -> str:
+    """A Python regular expression as an anchored JSON Schema pattern (no group names)."""
+    return "^(?:" + re.sub(r"\(\?P<\w+>", "(", regex) + ")$"
+
+
+def _any_case(word: str) -> str:
+    """`git+ssh` -> `[gG][iI][tT]\\+[sS][sS][hH]`: JSON Schema patterns have no flags."""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+# The URL form as check_git_url reads it (urlsplit: userinfo@host:port), and the scp form.
+_GIT_URL = (
+    f"(?:{'|'.join(_any_case(s) for s in GIT_SCHEMES)})://"
+    r"(?:[^/?#]*@)?(?:[^/?#@:\[\]]+|\[[^/?#\]]+\])(?::[^/?#]*)?(?:[/?#].*)?"
+    r"|[^@/]*@[^:/\s]+:[^/].*"
+)
+
+
+def _string_type(title: str, pattern: str, description: str, examples: list[str]) -> WithJsonSchema:
+    return WithJsonSchema(
+        {
+            "title": title,
+            "description": description,
+            "type": "string",
+            "pattern": pattern,
+            "examples": examples,
+        }
+    )
+
+
+def _choice_type(title: str, choices: tuple[str, ...], description: str) -> WithJsonSchema:
+    return WithJsonSchema(
+        {"title": title, "description": description, "type": "string", "enum": list(choices)}
+    )
+
+
+_VERSION_SCHEMA = _string_type(
+    "version",
+    json_pattern(_MAJOR_MINOR),
+    'A quoted `major.minor` version: exactly two dot-separated numbers (`"12.0"`, not `"12"`). '
+    "A TOML number is rejected: `12.10` would read as `12.1`.",
+    ["12.6", "2.11"],
+)
+
 VersionStr = Annotated[
     Version,
-    Before(parse_major_minor),
-    Serializer(_serialize_version),
+    PlainValidator(parse_major_minor),
+    PlainSerializer(_serialize_version, return_type=str),
+    _VERSION_SCHEMA,
 ]
-KernelName = Annotated[str, Before(check_kernel_name)]
-GitUrl = Annotated[str, Before(check_git_url)]
-CudaCapability = Annotated[str, Before(check_cuda_capability)]
-RocmArch = Annotated[str, Before(check_rocm_arch)]
-NonNegativeInt = Annotated[int, Ge(0)]
+KernelName = Annotated[
+    str,
+    PlainValidator(check_kernel_name),
+    _string_type(
+        "kernel name",
+        json_pattern(_KERNEL_NAME.pattern),
+        "A lowercase letter first, then lowercase letters, digits and `-`, no `-` at the end, "
+        "at least 2 characters. The Python module name replaces `-` with `_`.",
+        ["relu", "flash-attention"],
+    ),
+]
+GitUrl = Annotated[
+    str,
+    PlainValidator(check_git_url),
+    _string_type(
+        "git URL",
+        json_pattern(_GIT_URL),
+        f"A URL with a host and one of the schemes {', '.join(GIT_SCHEMES)}, or the scp "
+        "form `user@host:path` (the path not starting with `/`).",
+        ["https://github.com/org/repo", "git@github.com:org/repo.git"],
+    ),
+]
+CudaCapability = Annotated[
+    str,
+    PlainValidator(check_cuda_capability),
+    _string_type(
+        "CUDA capability",
+        json_pattern(_CAPABILITY.pattern),
+        "`major.minor`, an optional `a` or `f` suffix, an optional `+PTX`.",
+        ["8.0", "9.0a", "10.0f", "9.0+PTX"],
+    ),
+]
+RocmArch = Annotated[
+    str,
+    PlainValidator(check_rocm_arch),
+    _string_type(
+        "ROCm arch",
+        json_pattern(_ROCM_ARCH.pattern),
+        "A gfx target with optional feature flags.",
+        ["gfx90a", "gfx942", "gfx90a:xnack+"],
+    ),
+]
+Backend = Annotated[BackendName, _choice_type("backend", BACKENDS, "A backend name, lowercase.")]
+Dependency = Annotated[
+    DependencyName,
+    _choice_type("dependency", DEPENDENCIES, "A library a kernel is compiled against."),
+]
+NonNegativeInt = Annotated[int, Field(ge=0)]
 
 
 def parse_stable_abi(value: Any) -> Version | dict[str, Version]:
@@ -195,8 +309,43 @@ def _serialize_stable_abi(value: Version | dict[str, Version]) -> str | dict[str
     return {backend: _serialize_version(version) for backend, version in value.items()}
 
 
+def json_schema_of(value_type: Any) -> dict[str, Any]:
+    """The JSON Schema an Annotated value type carries."""
+    found = next(m for m in get_args(value_type)[1:] if isinstance(m, WithJsonSchema))
+    return found.json_schema or {}
+
+
+_VERSION_JSON = json_schema_of(VersionStr)
+
 StableAbi = Annotated[
     Version | dict[str, Version],
-    Before(parse_stable_abi),
-    Serializer(_serialize_stable_abi),
+    PlainValidator(parse_stable_abi),
+    PlainSerializer(_serialize_stable_abi),
+    WithJsonSchema(
+        {
+            "title": "version, or a table backend = version",
+            "anyOf": [
+                _VERSION_JSON,
+                {
+                    "type": "object",
+                    "propertyNames": {"enum": list(BACKENDS)},
+                    "additionalProperties": _VERSION_JSON,
+                },
+            ],
+        }
+    ),
+]
+
+# The value types as docs/build-toml.md lists them.
+VALUE_TYPES = [
+    json_schema_of(value_type)
+    for value_type in (
+        KernelName,
+        VersionStr,
+        GitUrl,
+        Backend,
+        Dependency,
+        CudaCapability,
+        RocmArch,
+    )
 ]

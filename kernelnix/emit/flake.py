@@ -1,16 +1,10 @@
-"""`kernelnix generate`: the files a kernel project's flake reads.
+"""flake.nix of a kernel project, rendered from kernelnix/templates/flake/flake.nix.j2.
 
-- `flake.nix`, rendered from kernelnix/templates/flake/flake.nix.j2. Its first line
-  records the settings it was rendered with and the sha256 of the rest, so an
-  edited flake.nix is recognised and kept unless `force` is given.
-- `kernelnix-plan.json`: the build plan, written for Nix. Its unique id is a
-  placeholder: the flake passes the commit (`self.shortRev`) to every build.
-  nix/lib/plan.nix refuses a plan whose `build-toml-sha256` no longer matches.
-- `kernelnix-host.json` (host toolchain only): this machine's Python, Torch and
-  compilers (kernelnix.host.record).
-
-Values reach flake.nix only through `nix_string`; everything from build.toml
-reaches Nix through the plan's JSON.
+Its first line records the settings it was rendered with and the sha256 of the
+rest, so an edited flake.nix is recognised (`pristine_settings`) and kept unless
+`kernelnix generate --force` (kernelnix.compile.project writes it). Values reach
+flake.nix only through `nix_string`; everything from build.toml reaches Nix
+through the plan's JSON.
 """
 
 from __future__ import annotations
@@ -18,23 +12,15 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-from kernelnix.config.load import LoadedConfig
 from kernelnix.core.diagnostics import UserError
-from kernelnix.core.fileio import write_atomic
 from kernelnix.emit.escape import nix_string
 from kernelnix.emit.render import render
-from kernelnix.host.record import HOST_FILE, host_json, probe_host
-from kernelnix.plan.build import PLAN_FILE, PlanOptions, build_plan, plan_json
 from kernelnix.variants.matrix import TOOLCHAINS, matrix_data
 
 FLAKE_FILE = "flake.nix"
 FLAKE_TEMPLATE = "flake/flake.nix.j2"
 HEADER_PREFIX = "# kernelnix-generated: "
-# The plan's unique id for Nix; every variant build replaces it with the revision.
-NIX_UNIQUE_ID = "flake_rev"
 DEFAULT_KERNELNIX_URL = "kernelnix"  # a flake registry name
 
 
@@ -42,22 +28,6 @@ DEFAULT_KERNELNIX_URL = "kernelnix"  # a flake registry name
 class FlakeSettings:
     kernelnix_url: str = DEFAULT_KERNELNIX_URL
     toolchain: str = "host"
-
-
-@dataclass(frozen=True)
-class Written:
-    """What generate did with one file: wrote, unchanged or kept (edited by the author)."""
-
-    path: Path
-    action: str
-
-    def describe(self) -> str:
-        if self.action == "kept":
-            return (
-                f"kept {self.path}: edited since kernelnix generated it "
-                "(pass --force to overwrite it)"
-            )
-        return f"{self.action} {self.path}"
 
 
 def _digest(body: str) -> str:
@@ -107,68 +77,3 @@ def pristine_settings(text: str) -> FlakeSettings | None:
         return FlakeSettings(str(header["kernelnix-url"]), str(header["toolchain"]))
     except (ValueError, KeyError, TypeError):
         return None
-
-
-def nix_plan(loaded: LoadedConfig) -> dict[str, Any]:
-    """The plan the flake reads: deterministic, no git state, placeholder unique id."""
-    return build_plan(loaded, PlanOptions(unique_id=NIX_UNIQUE_ID))
-
-
-def _write_if_changed(path: Path, text: str) -> Written:
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return Written(path, "unchanged")
-    write_atomic(path, text)
-    return Written(path, "wrote")
-
-
-def _flake(
-    directory: Path, url: str | None, toolchain: str | None, force: bool
-) -> tuple[Written, FlakeSettings]:
-    path = directory / FLAKE_FILE
-    existing = path.read_text(encoding="utf-8") if path.exists() else None
-    previous = pristine_settings(existing) if existing is not None else None
-    base = previous or FlakeSettings()
-    settings = FlakeSettings(url or base.kernelnix_url, toolchain or base.toolchain)
-    if existing is not None and previous is None and not force:
-        return Written(path, "kept"), settings
-    return _write_if_changed(path, render_flake(settings)), settings
-
-
-@dataclass(frozen=True)
-class Generated:
-    written: list[Written]
-    notes: list[str]
-
-
-def _host_notes(record: dict[str, Any]) -> list[str]:
-    if record["variants"]:
-        return []
-    reasons = sorted(set(record["not-buildable"].values()))
-    return [
-        "the host toolchain can build no variant on this machine"
-        + (f" ({'; '.join(reasons)})" if reasons else "")
-    ]
-
-
-def generate(
-    loaded: LoadedConfig,
-    *,
-    kernelnix_url: str | None = None,
-    toolchain: str | None = None,
-    force: bool = False,
-    host_record: bool = True,
-) -> Generated:
-    """Write flake.nix, the plan and (host toolchain) the host record next to build.toml.
-
-    Unset settings keep those of an unedited generated flake.nix, else the defaults.
-    """
-    plan = nix_plan(loaded)
-    root = loaded.path.parent
-    flake, settings = _flake(root, kernelnix_url, toolchain, force)
-    written = [flake, _write_if_changed(root / PLAN_FILE, plan_json(plan))]
-    notes: list[str] = []
-    if host_record and settings.toolchain == "host":
-        record = probe_host(plan)
-        written.append(_write_if_changed(root / HOST_FILE, host_json(record)))
-        notes += _host_notes(record)
-    return Generated(written, notes)

@@ -6,27 +6,22 @@ XPU) behind one Torch op `<n>(Tensor! out, Tensor input) -> ()`. Files are
 rendered from kernelnix/templates/init/; CARD.md is the default card template itself
 (kernelnix/templates/card/CARD.md.j2), for `kernelnix fill-card` to render later.
 
-Every target is checked before the first file is written: nothing is
-overwritten without `overwrite`. Then the flake files are generated
-(kernelnix.emit.flake), and the directory is made a git repository with
-everything staged (Nix flakes only see tracked files).
+kernelnix.compile.project writes the files: every target is checked before the
+first file is written, nothing is overwritten without `overwrite`, then the flake
+files are generated and the directory is made a git repository with everything
+staged (Nix flakes only see tracked files).
 """
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelnix.config import load_config
 from kernelnix.config.types import BACKENDS, check_kernel_name
-from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
-from kernelnix.core.fileio import write_atomic
-from kernelnix.core.process import run_shown
+from kernelnix.core.diagnostics import UserError
 from kernelnix.emit.card import DEFAULT_TEMPLATE
-from kernelnix.emit.flake import FLAKE_FILE, generate
 from kernelnix.emit.render import render
 
 ALL = "all"
@@ -177,73 +172,3 @@ def scaffold_files(names: KernelNames, backends: list[str], license: str) -> dic
     }
     files[CARD] = DEFAULT_TEMPLATE.read_text(encoding="utf-8")
     return files
-
-
-def _refuse_existing(directory: Path, targets: list[str]) -> None:
-    existing = sorted(t for t in targets if (directory / t).exists())
-    if existing:
-        raise UserError(
-            [
-                Diagnostic(
-                    "already exists; nothing was written",
-                    file=display_path(directory / target),
-                    fix="pass --overwrite to replace the scaffold's files (others are kept)",
-                )
-                for target in existing
-            ]
-        )
-
-
-def _git_init(directory: Path) -> Diagnostic | None:
-    """`git init` and `git add -A`; a warning (not an error) when git is missing or fails."""
-    git = shutil.which("git")
-    if git is None:
-        return Diagnostic(
-            "git is not installed: the project is not a git repository yet",
-            file=display_path(directory),
-            fix="run `git init && git add -A` there (Nix flakes only see tracked files)",
-            severity="warning",
-        )
-    for args in (["init", "--quiet"], ["add", "-A"]):
-        done = run_shown([git, "-C", str(directory), *args], capture_output=True)
-        if done.returncode != 0:
-            return Diagnostic(
-                f"git {' '.join(args)} failed: {done.stderr.strip()}",
-                file=display_path(directory),
-                fix="run `git init && git add -A` there yourself",
-                severity="warning",
-            )
-    return None
-
-
-@dataclass
-class Scaffolded:
-    directory: Path
-    names: KernelNames
-    written: list[str]  # relative paths
-    notes: list[str]
-    warnings: list[Diagnostic]
-
-
-def init_project(
-    directory: Path,
-    names: KernelNames,
-    backends: list[str],
-    license: str = DEFAULT_LICENSE,
-    overwrite: bool = False,
-) -> Scaffolded:
-    """Write the scaffold into `directory`, generate its flake files, stage it in git."""
-    files = scaffold_files(names, backends, license)
-    if not overwrite:
-        _refuse_existing(directory, [*files, FLAKE_FILE])
-    for relative, text in files.items():
-        write_atomic(directory / relative, text)
-    generated = generate(load_config(directory), force=overwrite)
-    git_warning = _git_init(directory)
-    return Scaffolded(
-        directory=directory,
-        names=names,
-        written=[*files, *(w.path.name for w in generated.written)],
-        notes=generated.notes,
-        warnings=[git_warning] if git_warning else [],
-    )

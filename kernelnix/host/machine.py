@@ -19,6 +19,7 @@ from kernelnix.checks import policy_names
 from kernelnix.core.version import Version
 from kernelnix.host.system import current_system
 from kernelnix.host.torch_probe import probe
+from kernelnix.plan.model import PlanVariant
 
 # The compiler each GPU backend needs, and how to read its version.
 COMPILERS = {"cuda": "nvcc", "rocm": "hipcc", "xpu": "icpx"}
@@ -94,10 +95,10 @@ def _same_minor(a: Version, b: Version) -> bool:
     return (a.major, a.minor) == (b.major, b.minor)
 
 
-def _torch_reason(variant: dict[str, Any], torch: HostTorch) -> str | None:
-    wanted = Version.parse(variant["torch"])
-    if variant["kind"] == "stable-abi":
-        abi = Version.parse(variant["stable-abi"])
+def _torch_reason(variant: PlanVariant, torch: HostTorch) -> str | None:
+    wanted = Version.parse(variant.torch)
+    if variant.kind == "stable-abi" and variant.stable_abi is not None:
+        abi = Version.parse(variant.stable_abi)
         if torch.version < abi:
             return f"needs Torch {abi.major_minor()} or newer; Torch {torch.version} is installed"
     elif not _same_minor(torch.version, wanted):
@@ -105,15 +106,15 @@ def _torch_reason(variant: dict[str, Any], torch: HostTorch) -> str | None:
     return None
 
 
-def _backend_reason(variant: dict[str, Any], torch: HostTorch) -> str | None:
-    backend = variant["backend"]
+def _backend_reason(variant: PlanVariant, torch: HostTorch) -> str | None:
+    backend = variant.backend
     if backend == "cpu":
         return None
     if backend == "metal":
         return None if current_system().endswith("darwin") else "Metal builds need macOS"
-    if backend not in COMPILERS:
+    if backend not in COMPILERS or variant.backend_version is None:
         return f"kernelnix cannot compile {backend} kernels"
-    wanted = Version.parse(variant["backend-version"])
+    wanted = Version.parse(variant.backend_version)
     have = torch.backend_version(backend)
     if have is None:
         return f"needs a Torch built for {backend}; the installed Torch {torch.version} is not"
@@ -133,13 +134,13 @@ def _backend_reason(variant: dict[str, Any], torch: HostTorch) -> str | None:
     return None
 
 
-def why_not_buildable(variant: dict[str, Any]) -> str | None:
-    """Why `variant` (a plan entry) cannot be built on this machine, or None."""
-    if variant["system"] != current_system():
-        return f"it is for {variant['system']}; this machine is {current_system()}"
-    if variant["kind"] == "noarch":
+def why_not_buildable(variant: PlanVariant) -> str | None:
+    """Why `variant` cannot be built on this machine, or None."""
+    if variant.system != current_system():
+        return f"it is for {variant.system}; this machine is {current_system()}"
+    if variant.kind == "noarch":
         return None
-    if variant["kind"] == "tvm-ffi":
+    if variant.kind == "tvm-ffi":
         return "kernelnix does not build tvm-ffi kernels yet"
     torch = host_torch()
     if torch is None:

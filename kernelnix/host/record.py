@@ -19,6 +19,7 @@ from typing import Any
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.system import current_system
 from kernelnix.host.torch_probe import probe
+from kernelnix.plan.model import Plan
 
 HOST_FILE = "kernelnix-host.json"
 SCHEMA_VERSION = 1
@@ -34,12 +35,11 @@ def _tools() -> dict[str, str]:
     return {name: path for name, path in found.items() if path}
 
 
-def probe_host(plan: dict[str, Any]) -> dict[str, Any]:
+def probe_host(plan: Plan) -> dict[str, Any]:
     """This machine, as the host toolchain needs it, for the variants of `plan`."""
     system = current_system()
     reasons = {
-        name: why_not_buildable(variant)
-        for name, variant in plan["variants"].get(system, {}).items()
+        name: why_not_buildable(variant) for name, variant in plan.variants.get(system, {}).items()
     }
     tools = _tools()
     path = [str(Path(sys.executable).parent), *(str(Path(p).parent) for p in tools.values())]

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from kernelnix import __version__
-from kernelnix.config.load import LoadedConfig, format_key_path
+from kernelnix.config.load import LoadedConfig, format_key_path, load_config
 from kernelnix.config.model import BuildConfig, CudaKernel, KernelBase
 from kernelnix.config.paths import declared_paths
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
+from kernelnix.plan.flags import kernel_compile
 from kernelnix.plan.ids import GitState, content_unique_id, git_state, ops_id, unique_id_for
 from kernelnix.plan.metadata import (
     BUILDER_VERSION,
@@ -28,12 +29,19 @@ from kernelnix.plan.metadata import (
     metadata_for_backend,
     noarch_archs,
 )
+from kernelnix.plan.model import (
+    SCHEMA_VERSION,
+    FrameworkSources,
+    KernelGitState,
+    Plan,
+    PlanKernel,
+    PlanSystem,
+    PlanVariant,
+)
 from kernelnix.variants.archs import EmptyArchsError, kernel_archs, metadata_archs
 from kernelnix.variants.enumerate import Variant, best_variant, variants_for_system
 from kernelnix.variants.matrix import Matrix, load_matrix
 
-SCHEMA_VERSION = 1
-PLAN_FILE = "kernelnix-plan.json"
 DEFAULT_PYEXT = ["py", "pyi"]
 
 
@@ -56,20 +64,20 @@ def pyext(config: BuildConfig) -> list[str]:
     return list(framework_section(config).pyext or DEFAULT_PYEXT)
 
 
-def _kernel_json(kernel: KernelBase) -> dict[str, Any]:
+def _plan_kernel(kernel: KernelBase) -> PlanKernel:
     data = kernel.to_data(exclude_none=True)
-    data.pop("cuda-capabilities", None)
+    data.pop("cuda-capabilities", None)  # resolved per variant: PlanVariant.kernels
     data.pop("rocm-archs", None)
-    return data
+    return PlanKernel.model_validate(data, by_alias=True, by_name=False)
 
 
-def _framework_json(config: BuildConfig) -> dict[str, Any]:
+def _framework_sources(config: BuildConfig) -> FrameworkSources:
     section = framework_section(config)
-    return {
-        "src": list(getattr(section, "src", [])),
-        "include": list(getattr(section, "include", [])),
-        "cxx-flags": list(getattr(section, "cxx_flags", [])),
-    }
+    return FrameworkSources(
+        src=list(getattr(section, "src", [])),
+        include=list(getattr(section, "include", [])),
+        cxx_flags=list(getattr(section, "cxx_flags", [])),
+    )
 
 
 def missing_sources(loaded: LoadedConfig) -> list[Diagnostic]:
@@ -126,9 +134,9 @@ def _provenance(git: GitState | None) -> Provenance:
     return Provenance(kernel_builder=BuilderVersion(version=BUILDER_VERSION), kernel=kernel)
 
 
-def _variant_json(
+def _plan_variant(
     config: BuildConfig, variant: Variant, matrix: Matrix, unique: str, provenance: Provenance
-) -> dict[str, Any]:
+) -> PlanVariant:
     build_set = variant.build_set
     kernels = _kernels_of_variant(config, variant, matrix)
     if variant.kind == "noarch":
@@ -139,21 +147,25 @@ def _variant_json(
     kernel_id = ops_id(config.general.python_name, variant.backend, unique)
     metadata = metadata_for_backend(config, variant.backend, kernel_id, archs, provenance)
     macos = matrix.macos_target(variant.backend) if variant.system.endswith("darwin") else None
-    return {
-        "kind": variant.kind,
-        "system": variant.system,
-        "backend": variant.backend,
-        "backend-version": str(build_set.version) if build_set.version else None,
-        "torch": build_set.torch.major_minor(),
-        "stable-abi": variant.stable_abi.major_minor() if variant.stable_abi else None,
-        "tvm-ffi": str(build_set.tvm_ffi) if variant.kind == "tvm-ffi" else None,
-        "bundle": variant.bundle,
-        "ops-id": kernel_id,
-        "kernels": kernels,
-        "archs": archs,
-        "macos-deployment-target": str(macos) if macos else None,
-        "metadata": json.loads(metadata.to_json_text()),
-    }
+    return PlanVariant(
+        kind=variant.kind,  # type: ignore[arg-type]
+        system=variant.system,
+        backend=variant.backend,
+        backend_version=str(build_set.version) if build_set.version else None,
+        torch=build_set.torch.major_minor(),
+        stable_abi=variant.stable_abi.major_minor() if variant.stable_abi else None,
+        tvm_ffi=str(build_set.tvm_ffi) if variant.kind == "tvm-ffi" else None,
+        bundle=variant.bundle,
+        ops_id=kernel_id,
+        kernels=kernels,
+        compile={
+            name: kernel_compile(config.kernel[name], archs, build_set.version, matrix)
+            for name, archs in kernels.items()
+        },
+        archs=archs,
+        macos_deployment_target=str(macos) if macos else None,
+        metadata=json.loads(metadata.to_json_text()),
+    )
 
 
 def _best_first(variants: list[Variant], matrix: Matrix) -> list[Variant]:
@@ -168,7 +180,7 @@ def _best_first(variants: list[Variant], matrix: Matrix) -> list[Variant]:
 
 def build_plan(
     loaded: LoadedConfig, options: PlanOptions | None = None, matrix: Matrix | None = None
-) -> dict[str, Any]:
+) -> Plan:
     """The plan of a loaded config; raises UserError for configs that cannot be built."""
     options = options or PlanOptions()
     matrix = matrix or load_matrix()
@@ -178,25 +190,25 @@ def build_plan(
     sources = source_files(directory, config)
     unique = unique_id_for(options.unique_id, git, lambda: content_unique_id(directory, sources))
     provenance = _provenance(git)
-    systems: dict[str, Any] = {}
-    variants: dict[str, Any] = {}
+    systems: dict[str, PlanSystem] = {}
+    variants: dict[str, dict[str, PlanVariant]] = {}
     notes: list[str] = []
     errors: list[Diagnostic] = []
     for system in options.systems or matrix.systems:
         found = variants_for_system(config, system, matrix)
         notes += [n for n in found.notes if n not in notes]
         ranked = _best_first(found.variants, matrix)
-        systems[system] = {
-            "variants": found.names(),
-            "bundle": [v.name for v in found.variants if v.bundle],
-            "ci-variant": ranked[0].name if ranked else None,
-            "ci-order": [v.name for v in ranked],
-            "collisions": [c.describe() for c in found.collisions],
-        }
+        systems[system] = PlanSystem(
+            variants=found.names(),
+            bundle=[v.name for v in found.variants if v.bundle],
+            ci_variant=ranked[0].name if ranked else None,
+            ci_order=[v.name for v in ranked],
+            collisions=[c.describe() for c in found.collisions],
+        )
         variants[system] = {}
         for variant in found.variants:
             try:
-                variants[system][variant.name] = _variant_json(
+                variants[system][variant.name] = _plan_variant(
                     config, variant, matrix, unique, provenance
                 )
             except (EmptyArchsError, UnknownPythonDependency) as exc:
@@ -204,28 +216,32 @@ def build_plan(
     errors += missing_sources(loaded)
     if errors:
         raise UserError(list(dict.fromkeys(errors)))
-    return {
-        "schema-version": SCHEMA_VERSION,
-        "generator": f"kernelnix {__version__}",
-        "build-toml-sha256": hashlib.sha256(loaded.path.read_bytes()).hexdigest(),
-        "name": config.general.name,
-        "python-name": config.general.python_name,
-        "version": config.general.version,
-        "framework": config.framework,
-        "package-dir": package_dir(config),
-        "pyext": pyext(config),
-        "unique-id": unique,
-        "kernel-git": {"commit": git.commit, "dirty": git.dirty} if git else None,
-        "framework-sources": _framework_json(config),
-        "kernels": {name: _kernel_json(k) for name, k in sorted(config.kernel.items())},
-        "sources": sources,
-        "systems": systems,
-        "variants": variants,
-        "notes": notes,
-        "config": config.to_json(),
-    }
+    return Plan(
+        schema_version=SCHEMA_VERSION,
+        generator=f"kernelnix {__version__}",
+        build_toml_sha256=hashlib.sha256(loaded.path.read_bytes()).hexdigest(),
+        name=config.general.name,
+        python_name=config.general.python_name,
+        version=config.general.version,
+        framework=config.framework,  # type: ignore[arg-type]
+        package_dir=package_dir(config),
+        pyext=pyext(config),
+        unique_id=unique,
+        kernel_git=KernelGitState(commit=git.commit, dirty=git.dirty) if git else None,
+        framework_sources=_framework_sources(config),
+        kernels={name: _plan_kernel(k) for name, k in sorted(config.kernel.items())},
+        sources=sources,
+        systems=systems,
+        variants=variants,
+        notes=notes,
+        config=config.to_json(),
+    )
 
 
-def plan_json(plan: dict[str, Any]) -> str:
-    """Canonical text of a plan: sorted keys, 2-space indent, trailing newline."""
-    return json.dumps(plan, indent=2, sort_keys=True) + "\n"
+def plan_directory(directory: Path, options: PlanOptions) -> tuple[LoadedConfig, Plan]:
+    """The config of `directory` and its plan; an invalid unique id is a UserError."""
+    loaded = load_config(directory)
+    try:
+        return loaded, build_plan(loaded, options)
+    except ValueError as exc:
+        raise UserError.single(str(exc), key="--unique-id") from None

@@ -10,65 +10,98 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
+from pydantic import ConfigDict, Field
+
 from kernelnix import __version__
+from kernelnix.config.base import FileModel
+from kernelnix.config.json_schema import document_schema
 from kernelnix.config.model import BuildConfig, KernelDependencyRef
 from kernelnix.config.types import Backend, KernelName, NonNegativeInt
-from kernelnix.schema import Model, field
 
 BUILDER_VERSION = f"kernelnix {__version__}"
 
 
-class BackendInfo(Model):
-    type: Backend
-    archs: list[str] | None = None
+class Record(FileModel):
+    """A table of metadata.json. kernelnix also builds these in code, by field name;
+    a file is still read by its kebab-case keys only (`validate`)."""
+
+    model_config = ConfigDict(validate_by_name=True)
 
 
-class Digest(Model):
+class BackendInfo(Record):
+    type: Backend = Field(description="The backend the variant is built for.")
+    archs: list[str] | None = Field(
+        None, description="The GPU archs the variant's kernels are compiled for."
+    )
+
+
+class Digest(Record):
+    """The hashes of the variant's files, as `kernelnix hash` writes them."""
+
     algorithm: Literal["sha256", "sha512"]
-    files: dict[str, str]
+    files: dict[str, str] = Field(
+        description="Each file's path in the variant and the base64 of its hash."
+    )
 
 
-class BuilderVersion(Model):
+class BuilderVersion(Record):
     version: str
     commit: str | None = None
     dirty: bool | None = None
 
 
-class KernelGit(Model):
-    commit: str
-    dirty: bool
+class KernelGit(Record):
+    commit: str = Field(description="The kernel's git commit the variant was built from.")
+    dirty: bool = Field(description="Whether the work tree had uncommitted changes.")
 
 
-class BuildProvenance(Model):
+class BuildProvenance(Record):
     """kernelnix's own record: which toolchain built it and whether it may be shared."""
 
     toolchain: str
     redistributable: bool
 
 
-class Provenance(Model):
-    kernel_builder: BuilderVersion
+class Provenance(Record):
+    kernel_builder: BuilderVersion = Field(description="The tool that built the variant.")
     kernel: KernelGit | None = None
     kernelnix: BuildProvenance | None = None
 
 
-class Metadata(Model):
-    """One variant's metadata.json, fields in the reference's order."""
+def _unknown_keys_allowed(schema: dict[str, Any]) -> None:
+    # The loader ignores keys it does not know at the top level; so do `kernelnix
+    # check` and `hash`, which validate the known keys only.
+    schema["additionalProperties"] = True
+
+
+class Metadata(Record):
+    """A variant's metadata.json, as the `kernels` loader reads it."""
+
+    # The fields are in the reference's order: metadata.json is written in it.
+
+    model_config = ConfigDict(json_schema_extra=_unknown_keys_allowed)
 
     name: KernelName
-    id: str
+    id: str = Field(description="The variant's Torch ops namespace.")
     version: NonNegativeInt
     license: str
     upstream: str | None = None
     source: str | None = None
-    python_depends: list[str]
-    kernel_depends: list[KernelDependencyRef] = field([])
+    python_depends: list[str] = Field(description="Python packages the variant needs.")
+    kernel_depends: list[KernelDependencyRef] = Field(
+        [], description="Hub kernels the variant needs at run time."
+    )
     backend: BackendInfo
     digest: Digest | None = None
     provenance: Provenance | None = None
 
     def to_json_text(self) -> str:
         return json.dumps(self.to_data(exclude_none=True), indent=2) + "\n"
+
+
+def metadata_schema() -> dict[str, Any]:
+    """The JSON Schema of metadata.json (`kernelnix schema metadata`)."""
+    return document_schema(Metadata, "metadata.json")
 
 
 @cache

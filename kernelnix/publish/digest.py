@@ -19,19 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from kernelnix.checks import discover_variants
+from kernelnix.config.issues import issues_of
 from kernelnix.config.load import format_key_path
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.core.fileio import write_atomic
 from kernelnix.plan.metadata import Digest, Metadata
-from kernelnix.schema import SchemaError
 
 METADATA = "metadata.json"
 UNHASHED = frozenset({METADATA, "metadata.json.sigstore"})  # top level only
 BYTECODE_DIR = "__pycache__"
 Algorithm = Literal["sha256", "sha512"]
 _CHUNK = 1 << 20
-_METADATA_KEYS = frozenset(spec.key for spec in Metadata.schema_fields().values())
+_METADATA_KEYS = frozenset(Metadata.file_keys())
 
 
 @dataclass(frozen=True)
@@ -60,11 +62,11 @@ def read_metadata(variant_dir: Path) -> VariantMetadata:
         raise UserError.single(f"expected a JSON object, found {type(raw).__name__}", file=where)
     try:
         model = Metadata.validate({k: v for k, v in raw.items() if k in _METADATA_KEYS})
-    except SchemaError as exc:
+    except ValidationError as exc:
         raise UserError(
             [
                 Diagnostic(issue.message, file=where, key=format_key_path(issue.loc), fix=fix)
-                for issue in exc.issues
+                for issue in issues_of(exc, Metadata)
             ]
         ) from None
     return VariantMetadata(path, raw, model)

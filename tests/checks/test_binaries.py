@@ -21,7 +21,7 @@ from kernelnix.checks.binaries import (
 )
 from kernelnix.checks.demangle import outer_names
 from kernelnix.checks.elf import ElfError, read_elf
-from kernelnix.checks.policy import PolicyError, load_policy, policy_names
+from kernelnix.checks.policy import load_policy
 from kernelnix.checks.report import Violation
 from kernelnix.core.version import Version
 
@@ -224,24 +224,6 @@ def test_wrong_cpu_for_the_variant(corpus: Corpus) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Policies
-
-
-def test_policy_names_include_kernel_and_manylinux_levels() -> None:
-    names = policy_names()
-    assert names[0] == "kernel"
-    assert {"manylinux_2_17", "manylinux_2_28", "manylinux_2_34"} <= set(names)
-
-
-def test_manylinux_aliases_and_arch_coverage() -> None:
-    assert load_policy("manylinux2014", "x86_64").name == "manylinux_2_17"
-    with pytest.raises(PolicyError, match="no data for aarch64"):
-        load_policy("manylinux_2_5", "aarch64")
-    with pytest.raises(PolicyError, match="valid policies: kernel, manylinux_2_5"):
-        load_policy("manylinux_9_99", "x86_64")
-
-
-# ---------------------------------------------------------------------------
 # Agreement with the reference checker (kernel-abi-check, PyPI)
 
 
@@ -292,27 +274,6 @@ def test_stripped_library_is_caught_by_us_and_missed_by_the_reference(corpus) ->
     assert ("symbol-version", "pthread_create", "GLIBC", "2.34") in _our_verdict(
         _library(corpus, "glibc_234_stripped")
     )
-
-
-def test_policy_verdicts_for_named_and_ungoverned_versions() -> None:
-    policy = load_policy("manylinux_2_28", "x86_64")
-    assert policy.judge("CXXABI_TM_1").allowed  # listed by the policy
-    private = policy.judge("GLIBC_PRIVATE")
-    assert not private.allowed and not private.numeric
-    assert not policy.judge("GLIBC_ABI_DT_RELR").allowed  # only 2_36+ list it
-    assert load_policy("manylinux_2_36", "x86_64").judge("GLIBC_ABI_DT_RELR").allowed
-    assert policy.judge("libcudart.so.13") is None
-    assert policy.judge("LIBFOO_1.0") is None
-    assert policy.judge("GLIBC_2.28").allowed and not policy.judge("GLIBC_2.29").allowed
-
-
-def test_rejected_versions_are_those_the_verdicts_reject() -> None:
-    policy = load_policy("manylinux_2_28", "x86_64")
-    versions = {"GLIBC_2.17", "GLIBC_2.29", "GLIBC_PRIVATE", "CXXABI_TM_1", "libcudart.so.13"}
-    rejected = policy.rejected(versions)
-    assert set(rejected) == {"GLIBC_2.29", "GLIBC_PRIVATE"}
-    assert rejected == {v: policy.judge(v) for v in rejected}
-    assert policy.rejected(versions) == rejected  # again, from the memo of accepted versions
 
 
 @pytest.mark.parametrize(

@@ -90,8 +90,9 @@ def make_variant(
 
 
 def found(variant: Path, options: CheckOptions = NO_IMPORT) -> set[tuple[str, str, str]]:
+    """The errors (what fails the variant), as (rule, file, subject)."""
     report = run_checks(variant, options)
-    return {(v.rule, v.file, v.subject) for v in report.violations}
+    return {(v.rule, v.file, v.subject) for v in report.errors}
 
 
 # ---------------------------------------------------------------------------
@@ -286,24 +287,28 @@ good_lib = Library(ops.name, "FRAGMENT")
 
 
 def test_python_import_and_op_namespace_rules(tmp_path: Path, corpus: Corpus) -> None:
-    variant = make_variant(
-        tmp_path, library=corpus.path("clean_c"), files={"layers/__init__.py": PYTHON_RULES_SOURCE}
-    )
+    files = {
+        "layers/__init__.py": PYTHON_RULES_SOURCE,
+        "__init__.py": INIT + "from . import layers\n",
+    }
+    variant = make_variant(tmp_path, library=corpus.path("clean_c"), files=files)
     violations = run_checks(variant, NO_IMPORT).violations
-    got = {(v.rule, v.line, v.subject) for v in violations}
+    got = {(v.rule, v.line, v.subject, v.severity) for v in violations}
     file = {v.file for v in violations}
     assert file == {"layers/__init__.py"}
     assert got == {
-        ("python-import", 8, "numpy"),
-        ("python-import", 9, "kncheck.layers"),
-        ("python-import", 11, "triton"),  # only CUDA/ROCm/XPU torch brings triton
-        ("op-namespace", 27, "torch.library.custom_op('kncheck::literal')"),
-        ("op-namespace", 42, "torch.library.register_fake(f'{ops}::fstring')"),
-        ("op-namespace", 47, "torch.library.register_autograd(torch.ops.kncheck.literal)"),
-        ("op-namespace", 48, "make_op('plain_name')"),
-        ("op-namespace", 49, "impl('kncheck::other')"),
-        ("op-namespace", 50, "Library('kncheck')"),
-        ("op-namespace", 52, "lib.define('kncheck::bad(Tensor x) -> Tensor')"),
+        ("python-import", 8, "numpy", "error"),
+        ("python-import", 9, "kncheck.layers", "error"),
+        ("python-import", 11, "triton", "error"),  # only CUDA/ROCm/XPU torch brings triton
+        ("python-import", 19, "scipy", "note"),  # try/except ImportError
+        ("python-import", 24, "pandas", "note"),  # if TYPE_CHECKING
+        ("op-namespace", 27, "torch.library.custom_op('kncheck::literal')", "error"),
+        ("op-namespace", 42, "torch.library.register_fake(f'{ops}::fstring')", "error"),
+        ("op-namespace", 47, "torch.library.register_autograd(torch.ops.kncheck.literal)", "error"),
+        ("op-namespace", 48, "make_op('plain_name')", "error"),
+        ("op-namespace", 49, "impl('kncheck::other')", "error"),
+        ("op-namespace", 50, "Library('kncheck')", "error"),
+        ("op-namespace", 52, "lib.define('kncheck::bad(Tensor x) -> Tensor')", "error"),
     }
 
 
@@ -318,7 +323,8 @@ def test_declared_python_depends_and_backend_imports(tmp_path: Path, corpus: Cor
         metadata={"python-depends": ["einops"]},
     )
     assert {r for r, _, _ in found(variant)} == set()
-    cpu = make_variant(tmp_path / "cpu", "torch-cpu", files={"x.py": "import einops\n"})
+    loads_x = {"x.py": "import einops\n", "__init__.py": INIT + "from . import x\n"}
+    cpu = make_variant(tmp_path / "cpu", "torch-cpu", files=loads_x)
     assert found(cpu) == {("python-import", "x.py", "einops")}
     assert found(cpu, CheckOptions(import_check=False, python_depends=("einops",))) == set()
 
@@ -326,6 +332,116 @@ def test_declared_python_depends_and_backend_imports(tmp_path: Path, corpus: Cor
 def test_syntax_error_is_reported(tmp_path: Path) -> None:
     variant = make_variant(tmp_path, "torch-cpu", files={"broken.py": "def f(:\n"})
     assert found(variant) == {("python-syntax", "broken.py", "broken.py")}
+
+
+# ---------------------------------------------------------------------------
+# Optional imports: what runs when the kernel loads, and what does not
+
+
+LOADS = """
+from typing import TYPE_CHECKING
+
+from . import backends
+from .sub.deep import leaf
+"""
+BACKENDS = """\
+from typing import TYPE_CHECKING
+import numpy
+
+try:
+    import jax
+except ImportError:
+    jax = None
+    import cupy
+
+if TYPE_CHECKING:
+    import tensorflow
+
+
+class Backend:
+    import paddle
+
+    def to_numpy(self, x):
+        import mlx.core
+
+        def inner():
+            import oneflow
+
+        return inner
+
+
+async def later():
+    import tinygrad
+"""
+OPTIONAL_FILES = {
+    "__init__.py": INIT + LOADS,
+    "backends.py": BACKENDS,
+    "sub/__init__.py": "",
+    "sub/deep/__init__.py": "import scipy\n",  # loaded: the parent of leaf
+    "sub/deep/leaf.py": "from ... import backends\nimport sklearn\n",
+    "sub/unused.py": "import torchvision\n",  # nothing imports it
+    "layers/__init__.py": "from .. import backends\n",
+    "layers/tensorflow.py": "import tensorflow as tf\n\nfrom . import backends\n",
+}
+
+
+def test_load_time_imports_are_violations_and_optional_ones_notes(tmp_path: Path) -> None:
+    variant = make_variant(tmp_path, "torch-cpu", files=OPTIONAL_FILES)
+    report = run_checks(variant, NO_IMPORT)
+    by_severity: dict[str, set[tuple[str, int | None, str]]] = {"error": set(), "note": set()}
+    for v in report.violations:
+        assert v.rule == "python-import"
+        by_severity[v.severity].add((v.file, v.line, v.subject))
+    assert by_severity["error"] == {
+        ("backends.py", 2, "numpy"),
+        ("backends.py", 8, "cupy"),  # the handler runs when the guarded import fails
+        ("backends.py", 15, "paddle"),  # a class body runs at load time
+        ("sub/deep/__init__.py", 1, "scipy"),
+        ("sub/deep/leaf.py", 2, "sklearn"),
+    }
+    assert by_severity["note"] == {
+        ("backends.py", 5, "jax"),
+        ("backends.py", 11, "tensorflow"),
+        ("backends.py", 18, "mlx.core"),
+        ("backends.py", 21, "oneflow"),
+        ("backends.py", 27, "tinygrad"),
+        ("sub/unused.py", 1, "torchvision"),
+        ("layers/tensorflow.py", 1, "tensorflow"),
+    }
+    assert not report.ok
+    lines = report.render().splitlines()
+    assert (
+        "    note [python-import] line 5: jax: optional dependency, imported in a `try` whose "
+        "handler catches ImportError"
+    ) in lines
+    assert (
+        "    note [python-import] line 18: mlx.core: optional dependency, imported inside a "
+        "function, so only when the function runs"
+    ) in lines
+    assert (
+        "    note [python-import] line 1: tensorflow: optional dependency, imported by a module "
+        "the kernel does not import when it loads"
+    ) in lines
+    assert lines[-1] == ("FAIL  torch-cpu: 5 violations in 3 files (python-import 5), 7 notes")
+    notes = [
+        v for f in report.to_json()["files"] for v in f["violations"] if v["severity"] == "note"
+    ]
+    assert len(notes) == 7
+
+
+def test_a_kernel_with_only_optional_imports_passes_with_notes(tmp_path: Path) -> None:
+    optional_only = BACKENDS.replace("import numpy\n", "").replace("    import cupy\n", "")
+    optional_only = optional_only.replace("    import paddle\n", "")
+    files = {"__init__.py": INIT + "from . import backends\n", "backends.py": optional_only}
+    variant = make_variant(tmp_path / "build", "torch-cpu", files=files)
+    report = run_checks(variant, CheckOptions())  # imported through the real loader too
+    assert report.ok, report.render()
+    assert {v.severity for v in report.violations} == {"note"}
+    assert report.summary() == "ok    torch-cpu: no violations (4 files), 5 notes"
+    result = CliRunner().invoke(check, [str(variant), "--no-import", "--json"])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.output)["variants"][0]["files"]
+    assert {v["severity"] for v in entry["violations"]} == {"note"}
 
 
 # ---------------------------------------------------------------------------
@@ -382,7 +498,8 @@ def test_command_exit_codes_and_output(tmp_path: Path, corpus: Corpus) -> None:
     assert result.output.strip().splitlines()[-1].startswith(f"ok    {ARCH}")
 
     make_variant(tmp_path / "bad" / "build", library=corpus.path("glibc_234"))
-    make_variant(tmp_path / "bad" / "build", "torch-cpu", files={"x.py": "import numpy\n"})
+    loads_x = {"x.py": "import numpy\n", "__init__.py": INIT + "from . import x\n"}
+    make_variant(tmp_path / "bad" / "build", "torch-cpu", files=loads_x)
     result = runner.invoke(check, [str(tmp_path / "bad"), "--no-import"])
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
@@ -410,7 +527,8 @@ def test_command_exit_codes_and_output(tmp_path: Path, corpus: Corpus) -> None:
         "severity": "error",
         "subject": "numpy",
         "line": 1,
-        "found": "not in the standard library, torch or the kernel's python-depends",
+        "found": "not in the standard library, torch or the kernel's python-depends, "
+        "imported when the kernel loads",
         "limit": "standard library, torch, python-depends",
         "fix": "…",
     }

@@ -1,11 +1,13 @@
-"""What every command shares: an "Examples:" block in --help, a lazy import entry,
-a row in the README; and the commands that list or check print JSON with --json,
-for bad input too."""
+"""What every command shares: an "Examples:" block in --help, a lazy import entry and
+a summary (`kernelnix --help` imports no command), a row in the README; and the
+commands that list or check print JSON with --json, for bad input too."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -14,7 +16,7 @@ from click.testing import CliRunner
 from handmade import make_variant
 from paths import ROOT
 
-from kernelnix.cli import COMMAND_MODULES, main
+from kernelnix.cli import COMMAND_MODULES, COMMAND_SUMMARIES, LazyGroup, main
 from kernelnix.host.system import current_system
 
 COMMANDS = main.list_commands(click.Context(main))
@@ -31,6 +33,55 @@ def test_help_shows_examples_of_the_command(name: str) -> None:
     assert result.exit_code == 0, result.output
     examples = result.stdout.split("Examples:\n", 1)[1].split("\n\n", 1)[0]
     assert f"kernelnix {name}" in examples, result.stdout
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_each_summary_is_the_first_sentence_of_the_commands_help(name: str) -> None:
+    command = main.get_command(click.Context(main), name)
+    assert command is not None
+    summary = click.Command(name, help=COMMAND_SUMMARIES[name])
+    for limit in (45, 80, 1000):
+        assert summary.get_short_help_str(limit) == command.get_short_help_str(limit)
+
+
+def test_the_group_help_lists_the_commands_as_click_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    ours = CliRunner().invoke(main, ["--help"]).stdout
+    # click's own listing asks every command (imported) for its short help.
+    monkeypatch.setattr(LazyGroup, "format_commands", click.Group.format_commands)
+    assert ours == CliRunner().invoke(main, ["--help"]).stdout
+
+
+def imported_by(*args: str) -> set[str]:
+    """The modules a fresh `kernelnix ARGS` process has imported when it is done."""
+    script = (
+        "import sys\n"
+        "from kernelnix.cli import main\n"
+        f"main({list(args)!r}, standalone_mode=False)\n"
+        "print('\\n'.join(sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize("args", [["--help"], ["completion", "bash"]], ids=" ".join)
+def test_help_and_completion_import_no_command_nor_pydantic(args: list[str]) -> None:
+    modules = imported_by(*args)
+    assert "kernelnix.cli" in modules
+    assert not {m for m in modules if m.split(".")[0] == "pydantic"}
+    assert not {m for m in modules if m.startswith("kernelnix.commands.")} - {
+        "kernelnix.commands.completion"
+    }
+
+
+def test_a_command_name_completes_from_the_summaries() -> None:
+    ctx = click.Context(main)
+    found = main.shell_complete(ctx, "check-")
+    assert [(i.value, i.help) for i in found] == [
+        (name, click.Command(name, help=COMMAND_SUMMARIES[name]).get_short_help_str())
+        for name in ("check-abi", "check-builds", "check-config")
+    ]
 
 
 def test_the_group_help_shows_examples() -> None:

@@ -23,6 +23,7 @@ from kernelnix.compile.gpu_archs import compiled_archs
 from kernelnix.config import load_config
 from kernelnix.emit.cmake import cmake_project, write_project
 from kernelnix.plan.build import PlanOptions, build_plan
+from kernelnix.plan.model import PlanVariant
 
 NVCC = Path("/usr/local/cuda/bin/nvcc")
 VARIANT = "torch213-cxx11-cu130-x86_64-linux"
@@ -43,12 +44,12 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def cuda_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+def cuda_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[PlanVariant, Path]:
     plan = build_plan(
         load_config(EXAMPLES / "relu"),
         PlanOptions(systems=("x86_64-linux",), unique_id="cuda1"),
     )
-    variant = plan["variants"]["x86_64-linux"][VARIANT]
+    variant = plan.variants["x86_64-linux"][VARIANT]
     root = tmp_path_factory.mktemp("cuda")
     write_project(
         {**cmake_project(plan, "x86_64-linux", VARIANT), "metadata.json": "{}"}, root / "project"
@@ -60,25 +61,25 @@ def cuda_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
         check=True, capture_output=True,
     )  # fmt: skip
     subprocess.run(["cmake", "--build", root / "build", "-j", "2"], check=True)
-    return variant, root / "build" / f"{variant['ops-id']}.abi3.so"
+    return variant, root / "build" / f"{variant.ops_id}.abi3.so"
 
 
-def test_cuda_library_links_and_exports_its_module(cuda_build: tuple[dict, Path]) -> None:
+def test_cuda_library_links_and_exports_its_module(cuda_build: tuple[PlanVariant, Path]) -> None:
     variant, library = cuda_build
     assert library.is_file()
     symbols = subprocess.run(
         ["nm", "-D", "--defined-only", library], capture_output=True, text=True, check=True
     ).stdout
-    assert re.search(rf"\bT PyInit_{variant['ops-id']}$", symbols, re.MULTILINE)
+    assert re.search(rf"\bT PyInit_{variant.ops_id}$", symbols, re.MULTILINE)
     needed = subprocess.run(["readelf", "-d", library], capture_output=True, text=True).stdout
     assert "libcudart.so.13" in needed
     assert "libtorch_python" not in needed
 
 
-def test_cuda_library_holds_exactly_the_planned_archs(cuda_build: tuple[dict, Path]) -> None:
+def test_cuda_library_holds_exactly_the_planned_archs(cuda_build: tuple[PlanVariant, Path]) -> None:
     variant, library = cuda_build
-    assert variant["archs"] == ["7.5", "8.0", "9.0"]
-    assert compiled_archs(library, "cuda") == variant["archs"]
+    assert variant.archs == ["7.5", "8.0", "9.0"]
+    assert compiled_archs(library, "cuda") == variant.archs
     tool = cuobjdump()
     if tool is None:
         pytest.skip("cuobjdump not installed (pip install nvidia-cuda-cuobjdump)")
@@ -91,7 +92,7 @@ def test_cuda_library_holds_exactly_the_planned_archs(cuda_build: tuple[dict, Pa
     assert ".ptx" not in ptx
 
 
-def test_compile_commands_carry_the_cuda_flags(cuda_build: tuple[dict, Path]) -> None:
+def test_compile_commands_carry_the_cuda_flags(cuda_build: tuple[PlanVariant, Path]) -> None:
     _, library = cuda_build
     commands = json.loads((library.parent / "compile_commands.json").read_text())
     (cu,) = [c["command"] for c in commands if c["file"].endswith("relu.cu")]

@@ -17,15 +17,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fresh_python import run_python
+from handmade import plan_here
 from paths import EXAMPLES
 
 from kernelnix.cli import main
 from kernelnix.compile import BuildError, build_variant
 from kernelnix.compile.develop import create_pyproject
-from kernelnix.compile.local import BUILD_DIR, WORK_DIR, build_planned, plan_here
+from kernelnix.compile.local import BUILD_DIR, WORK_DIR, build_planned
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
-from kernelnix.plan.build import PLAN_FILE, PlanOptions, build_plan, plan_json
+from kernelnix.plan.build import PlanOptions, build_plan
+from kernelnix.plan.model import PLAN_FILE
 
 SYSTEM = "x86_64-linux"
 CPU = "torch213-cxx11-cpu-x86_64-linux"
@@ -60,7 +62,7 @@ def built_kernels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     built = {}
     for example in ("relu", "multi-kernel", "relu-stable-abi", "relu-noarch"):
         copy = committed_copy(example, root)
-        build_planned(plan_here(copy)[1], copy, jobs=2)
+        build_planned(plan_here(copy), copy, jobs=2)
         built[example] = copy
     return built
 
@@ -171,7 +173,7 @@ def test_two_op_namespaces_load_in_one_process(
     built_kernels: dict[str, Path], tmp_path: Path
 ) -> None:
     source = built_kernels["relu-stable-abi"]
-    _, plan = plan_here(source)
+    plan = plan_here(source)
     outs = []
     for unique in ("first", "second"):
         out = tmp_path / unique
@@ -200,7 +202,7 @@ def test_two_op_namespaces_load_in_one_process(
 def test_build_variant_command(tmp_path: Path) -> None:
     source = EXAMPLES / "relu-noarch"
     plan_file = tmp_path / PLAN_FILE
-    plan_file.write_text(plan_json(build_plan(load_config(source), PlanOptions())))
+    plan_file.write_text(build_plan(load_config(source), PlanOptions()).to_json())
     out = tmp_path / "out"
     args = ["build-variant", "--plan", str(plan_file), "--variant", "torch-cpu"]
     args += ["--source", str(source), "--out", str(out), "--unique-id", "nix-rev"]
@@ -229,7 +231,7 @@ def test_build_variant_records_the_kernel_commit_it_is_given(
     """The plan's commit is from when it was written; Nix passes the one it builds."""
     source = committed_copy("relu-noarch", tmp_path)
     plan_file = tmp_path / PLAN_FILE
-    plan_file.write_text(plan_json(build_plan(load_config(source), PlanOptions())))
+    plan_file.write_text(build_plan(load_config(source), PlanOptions()).to_json())
     recorded = json.loads(plan_file.read_text())["kernel-git"]["commit"]
     out = tmp_path / "out"
     args = ["build-variant", "--plan", str(plan_file), "--variant", "torch-cpu"]
@@ -247,7 +249,7 @@ def test_build_variant_records_the_kernel_commit_it_is_given(
 def test_build_variant_refuses_a_bad_kernel_revision(tmp_path: Path) -> None:
     source = EXAMPLES / "relu-noarch"
     plan_file = tmp_path / PLAN_FILE
-    plan_file.write_text(plan_json(build_plan(load_config(source), PlanOptions())))
+    plan_file.write_text(build_plan(load_config(source), PlanOptions()).to_json())
     args = ["build-variant", "--plan", str(plan_file), "--variant", "torch-cpu", "--source"]
     args += [str(source), "--out", str(tmp_path / "out"), "--kernel-git", "main; rm -rf /"]
     result = CliRunner().invoke(main, args)
@@ -261,7 +263,7 @@ def test_a_failed_build_leaves_nothing(tmp_path: Path) -> None:
     shutil.copytree(EXAMPLES / "relu", kernel, ignore=shutil.ignore_patterns("build"))
     for source in ("relu_cpu/relu_cpu.cpp", "torch-ext/torch_binding.cpp"):
         (kernel / source).write_text('#error "broken on purpose"\n')
-    _, plan = plan_here(kernel)
+    plan = plan_here(kernel)
     out = tmp_path / "out"
     with pytest.raises(BuildError, match="exited with status"):
         build_variant(plan, SYSTEM, CPU, kernel, out, jobs=2)
@@ -269,7 +271,7 @@ def test_a_failed_build_leaves_nothing(tmp_path: Path) -> None:
 
 
 def test_variants_this_machine_cannot_build_say_why(tmp_path: Path) -> None:
-    _, plan = plan_here(EXAMPLES / "relu")
+    plan = plan_here(EXAMPLES / "relu")
     with pytest.raises(UserError) as caught:
         build_variant(plan, SYSTEM, "torch212-cxx11-cpu-x86_64-linux", EXAMPLES / "relu", tmp_path)
     assert "needs Torch 2.12; Torch 2.13 is installed" in caught.value.render()

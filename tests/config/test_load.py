@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from paths import EXAMPLES
 
 from kernelnix.config import BuildConfig, LoadedConfig, load_config
 from kernelnix.config.model import CpuKernel, CudaKernel, MetalKernel, RocmKernel, XpuKernel
@@ -1061,3 +1064,25 @@ def test_to_json_uses_build_toml_key_names_and_major_minor(tmp_path: Path) -> No
     torch = data["torch"]
     assert isinstance(torch, dict)
     assert torch["stable-abi"] == {"cuda": "2.10", "cpu": "3.0"}
+
+
+@pytest.mark.parametrize(("example", "built"), [("relu", ["5"]), ("relu-legacy", ["5", "v4"])])
+def test_a_file_builds_the_validators_of_its_edition_only(example: str, built: list[str]) -> None:
+    """pydantic builds a model's validator on first use: loading an edition-5 file
+    never builds those of the pre-edition shapes (a fresh process, as a user runs it)."""
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from kernelnix.config import load_config\n"
+        "from kernelnix.config.editions.probe import MODELS\n"
+        "load_config(Path(sys.argv[1]))\n"
+        "print(' '.join(sorted(s for s, m in MODELS.items() if m.__pydantic_complete__)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(EXAMPLES / example)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert done.stdout.split() == built

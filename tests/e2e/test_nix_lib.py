@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from paths import EXAMPLES, ROOT
 
+from kernelnix.compile.project import generate, nix_plan
 from kernelnix.config import load_config
 from kernelnix.core.version import Version
 from kernelnix.emit.escape import nix_string
-from kernelnix.emit.flake import FlakeSettings, generate, nix_plan, render_flake
+from kernelnix.emit.flake import FlakeSettings, render_flake
 from kernelnix.host.record import HOST_FILE, SCHEMA_VERSION
 from kernelnix.variants.matrix import TOOLCHAINS
 from kernelnix.variants.names import VariantName
@@ -255,7 +256,8 @@ def test_arch_variant_names_match_the_python_grammar(tmp_path: Path) -> None:
     cases: dict[str, dict[str, Any]] = {}
     expected: dict[str, str] = {}
     for example in sorted(p for p in EXAMPLES.iterdir() if (p / "build.toml").is_file()):
-        for system, variants in nix_plan(load_config(example))["variants"].items():
+        plan = json.loads(nix_plan(load_config(example)).to_json())
+        for system, variants in plan["variants"].items():
             for name, v in variants.items():
                 key = f"{example.name} {name}"
                 cases[key] = {"name": name, "variant": v}

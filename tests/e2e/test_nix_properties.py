@@ -27,7 +27,7 @@ from kernelnix.cli import main
 from kernelnix.emit.escape import nix_string
 from kernelnix.emit.flake import DEFAULT_KERNELNIX_URL
 from kernelnix.host.system import current_system
-from kernelnix.plan.build import PLAN_FILE
+from kernelnix.plan.model import PLAN_FILE
 from kernelnix.variants.matrix import TOOLCHAINS
 
 LIB = ROOT / "nix" / "lib"

@@ -15,16 +15,10 @@ from paths import EXAMPLES
 
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
-from kernelnix.emit.cmake import (
-    check_cmake_values,
-    cmake_project,
-    cuda_gencode,
-    noarch_ops_py,
-    stable_abi_hex,
-    variant_of,
-)
+from kernelnix.emit.cmake import check_cmake_values, cmake_project, noarch_ops_py, stable_abi_hex
 from kernelnix.emit.escape import UnsafeCMakeValue, cmake_bracket, cmake_problem
 from kernelnix.plan.build import PlanOptions, build_plan
+from kernelnix.plan.model import Plan
 
 SYSTEM = "x86_64-linux"
 UNIQUE = "abc1234"
@@ -66,7 +60,7 @@ REJECTED = [
 ]
 
 
-def plan_of(example: str, unique: str = UNIQUE) -> dict[str, Any]:
+def plan_of(example: str, unique: str = UNIQUE) -> Plan:
     return build_plan(
         load_config(EXAMPLES / example), PlanOptions(systems=(SYSTEM,), unique_id=unique)
     )
@@ -101,16 +95,6 @@ def test_bracket_length_avoids_the_closing_bracket(value: str) -> None:
     assert quoted == f"[{fence}[{value}]{fence}]"
     # The first closing bracket CMake finds is the one after the value.
     assert (value + f"]{fence}]").index(f"]{fence}]") == len(value)
-
-
-def test_gencode_per_capability() -> None:
-    assert cuda_gencode(["7.5", "9.0a", "10.0f", "12.1+PTX"]) == [
-        "-gencode=arch=compute_75,code=sm_75",
-        "-gencode=arch=compute_90a,code=sm_90a",
-        "-gencode=arch=compute_100f,code=sm_100f",
-        "-gencode=arch=compute_121,code=sm_121",
-        "-gencode=arch=compute_121,code=compute_121",
-    ]
 
 
 def test_stable_abi_target_version() -> None:
@@ -187,7 +171,7 @@ def test_noarch_variants_have_no_cmake_project() -> None:
 
 def test_unknown_variant_lists_the_valid_ones() -> None:
     with pytest.raises(UserError) as caught:
-        variant_of(plan_of("relu"), SYSTEM, "torch299-cxx11-cpu-x86_64-linux")
+        cmake_project(plan_of("relu"), SYSTEM, "torch299-cxx11-cpu-x86_64-linux")
     assert "torch213-cxx11-cpu-x86_64-linux" in caught.value.render()
 
 
@@ -212,7 +196,7 @@ def test_unsafe_build_toml_values_are_reported_with_their_key(tmp_path: Path) ->
     )
     plan = build_plan(load_config(kernel), PlanOptions(systems=(SYSTEM,), unique_id=UNIQUE))
     with pytest.raises(UserError) as caught:
-        check_cmake_values(plan, variant_of(plan, SYSTEM, "torch213-cxx11-cpu-x86_64-linux"))
+        check_cmake_values(plan, plan.variant(SYSTEM, "torch213-cxx11-cpu-x86_64-linux"))
     rendered = caught.value.render()
     assert "kernel.relu_cpu.cxx-flags[0]" in rendered
     assert "kernel.relu_cpu.cxx-flags[1]" in rendered

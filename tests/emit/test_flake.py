@@ -16,20 +16,14 @@ from click.testing import CliRunner
 from paths import EXAMPLES, GOLDEN, ROOT
 
 from kernelnix.cli import main
+from kernelnix.compile.project import NIX_UNIQUE_ID, generate, nix_plan
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.emit.escape import nix_string
-from kernelnix.emit.flake import (
-    NIX_UNIQUE_ID,
-    FlakeSettings,
-    generate,
-    nix_plan,
-    pristine_settings,
-    render_flake,
-)
+from kernelnix.emit.flake import FlakeSettings, pristine_settings, render_flake
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.record import HOST_FILE, probe_host
-from kernelnix.plan.build import PLAN_FILE, plan_json
+from kernelnix.plan.model import PLAN_FILE
 
 TEMPLATE = ROOT / "nix" / "templates" / "default"
 
@@ -167,7 +161,7 @@ def test_cli_generate_reports_each_file(relu: Path) -> None:
 def test_host_record_lists_what_this_machine_builds(relu: Path) -> None:
     plan = nix_plan(load_config(relu))
     record = probe_host(plan)
-    mine = plan["variants"][record["system"]]
+    mine = plan.variants[record["system"]]
     assert sorted(record["variants"] + list(record["not-buildable"])) == sorted(mine)
     assert all(why_not_buildable(mine[name]) is None for name in record["variants"])
     assert record["python"] == sys.executable
@@ -178,7 +172,7 @@ def test_template_files_are_generated(golden: Callable[[str, str], None]) -> Non
     """The flake template ships its flake.nix and plan pre-generated (--update-golden
     regenerates them, like golden files)."""
     loaded = load_config(TEMPLATE)
-    expected = {"flake.nix": render_flake(FlakeSettings()), PLAN_FILE: plan_json(nix_plan(loaded))}
+    expected = {"flake.nix": render_flake(FlakeSettings()), PLAN_FILE: nix_plan(loaded).to_json()}
     for name, text in expected.items():
         golden(os.path.relpath(TEMPLATE / name, GOLDEN), text)
     assert not (TEMPLATE / HOST_FILE).exists()

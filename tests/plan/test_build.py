@@ -13,13 +13,14 @@ from paths import EXAMPLES
 
 from kernelnix.cli import main
 from kernelnix.config import load_config
-from kernelnix.plan.build import SCHEMA_VERSION, PlanOptions, build_plan, plan_json
+from kernelnix.plan.build import PlanOptions, build_plan
+from kernelnix.plan.model import SCHEMA_VERSION
 
 
 def test_plan_is_byte_for_byte_deterministic() -> None:
     options = PlanOptions(unique_id="abc1234")
-    first = plan_json(build_plan(load_config(EXAMPLES / "relu"), options))
-    second = plan_json(build_plan(load_config(EXAMPLES / "relu"), options))
+    first = build_plan(load_config(EXAMPLES / "relu"), options).to_json()
+    second = build_plan(load_config(EXAMPLES / "relu"), options).to_json()
     assert first == second
     plan = json.loads(first)
     assert plan["schema-version"] == SCHEMA_VERSION
@@ -32,8 +33,8 @@ def test_a_kernel_outside_git_gets_an_id_from_its_files(tmp_path: Path) -> None:
 
     def plan_ids() -> tuple[str, set[str]]:
         plan = build_plan(load_config(kernel))
-        ops = {v["ops-id"] for per_system in plan["variants"].values() for v in per_system.values()}
-        return plan["unique-id"], ops
+        ops = {v.ops_id for per_system in plan.variants.values() for v in per_system.values()}
+        return plan.unique_id, ops
 
     unique, ops = plan_ids()
     assert plan_ids() == (unique, ops)  # nothing changed: a rebuild recompiles nothing
@@ -50,18 +51,18 @@ def test_a_kernel_outside_git_gets_an_id_from_its_files(tmp_path: Path) -> None:
 
 def test_plan_resolves_each_variant() -> None:
     plan = build_plan(load_config(EXAMPLES / "relu"), PlanOptions(unique_id="abc1234"))
-    cuda = plan["variants"]["x86_64-linux"]["torch213-cxx11-cu126-x86_64-linux"]
-    assert cuda["kernels"] == {"relu": ["7.5", "8.0", "9.0"]}
-    assert cuda["ops-id"] == "_relu_cuda_abc1234"
-    assert cuda["metadata"]["backend"] == {"type": "cuda", "archs": ["7.5", "8.0", "9.0"]}
-    cpu = plan["variants"]["x86_64-linux"]["torch213-cxx11-cpu-x86_64-linux"]
-    assert cpu["kernels"] == {"relu_cpu": None} and cpu["archs"] is None
-    metal = plan["variants"]["aarch64-darwin"]["torch213-metal-aarch64-darwin"]
-    assert metal["macos-deployment-target"] == "26"
-    assert plan["systems"]["x86_64-linux"]["ci-variant"] == "torch213-cxx11-cu126-x86_64-linux"
-    assert "relu_cpu/relu_cpu.cpp" in plan["sources"]
-    assert "torch-ext/relu/__init__.py" in plan["sources"]
-    assert plan["kernels"]["relu"]["src"] == ["relu_cuda/relu.cu"]
+    cuda = plan.variants["x86_64-linux"]["torch213-cxx11-cu126-x86_64-linux"]
+    assert cuda.kernels == {"relu": ["7.5", "8.0", "9.0"]}
+    assert cuda.ops_id == "_relu_cuda_abc1234"
+    assert cuda.metadata["backend"] == {"type": "cuda", "archs": ["7.5", "8.0", "9.0"]}
+    cpu = plan.variants["x86_64-linux"]["torch213-cxx11-cpu-x86_64-linux"]
+    assert cpu.kernels == {"relu_cpu": None} and cpu.archs is None
+    metal = plan.variants["aarch64-darwin"]["torch213-metal-aarch64-darwin"]
+    assert metal.macos_deployment_target == "26"
+    assert plan.systems["x86_64-linux"].ci_variant == "torch213-cxx11-cu126-x86_64-linux"
+    assert "relu_cpu/relu_cpu.cpp" in plan.sources
+    assert "torch-ext/relu/__init__.py" in plan.sources
+    assert plan.kernels["relu"].src == ["relu_cuda/relu.cu"]
 
 
 def test_empty_arch_intersection_is_a_user_error(tmp_path: Path) -> None:

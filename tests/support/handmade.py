@@ -11,7 +11,9 @@ from typing import Any
 from paths import EXAMPLES
 
 from kernelnix.config import load_config
-from kernelnix.plan.build import PlanOptions, build_plan
+from kernelnix.host.system import current_system
+from kernelnix.plan.build import PlanOptions, build_plan, plan_directory
+from kernelnix.plan.model import Plan
 
 SYSTEM = "x86_64-linux"
 UNIQUE_ID = "abc1234"
@@ -28,14 +30,14 @@ def add_op_namespace_prefix(op_name: str) -> str:
 
 
 @cache
-def _plan(example: str) -> dict[str, Any]:
+def _plan(example: str) -> Plan:
     loaded = load_config(EXAMPLES / example)
     return build_plan(loaded, PlanOptions(systems=(SYSTEM,), unique_id=UNIQUE_ID))
 
 
 def plan_metadata(example: str, variant: str) -> dict[str, Any]:
     """The metadata.json the build writes for `variant` of an example (a fresh copy)."""
-    return json.loads(json.dumps(_plan(example)["variants"][SYSTEM][variant]["metadata"]))
+    return json.loads(json.dumps(_plan(example).variants[SYSTEM][variant].metadata))
 
 
 def copy_example(example: str, destination: Path) -> Path:
@@ -58,10 +60,15 @@ def make_variant(
     directory.mkdir(parents=True)
     metadata = metadata or plan_metadata(example, variant)
     (directory / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
-    package = EXAMPLES / example / _plan(example)["package-dir"]
+    package = EXAMPLES / example / _plan(example).package_dir
     shutil.copy(package / "__init__.py", directory / "__init__.py")
     (directory / "_ops.py").write_text(OPS.format(id=metadata["id"]))
     for relative, content in (files or {}).items():
         (directory / relative).parent.mkdir(parents=True, exist_ok=True)
         (directory / relative).write_bytes(content)
     return directory
+
+
+def plan_here(directory: Path) -> Plan:
+    """The plan of `directory` for this machine's system."""
+    return plan_directory(directory, PlanOptions(systems=(current_system(),)))[1]

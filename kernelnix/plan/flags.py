@@ -1,0 +1,74 @@
+"""How a kernel is compiled in one variant: its flags resolved from build.toml and
+the matrix, so that the CMake project (kernelnix.emit.cmake) only renders them.
+
+CUDA: one `-gencode` per capability, then the kernel's `cuda-flags`; nvcc knows
+`-static-global-template-stub` only from CUDA 12.8, older toolkits do not get it.
+ROCm: one `--offload-arch` per arch, then `hip-flags`. XPU: SYCL compiled ahead of
+time for the matrix's offload targets and devices (kernels depending on
+`sycl_tla` target that library's devices), then `sycl-flags` and `cxx-flags`.
+"""
+
+from __future__ import annotations
+
+from kernelnix.config.model import CudaKernel, KernelBase, RocmKernel, XpuKernel
+from kernelnix.config.types import parse_capability
+from kernelnix.core.version import Version
+from kernelnix.plan.model import KernelCompile
+from kernelnix.variants.matrix import Matrix
+
+STUB_FLAG = "-static-global-template-stub"
+CUDA_STUB_MIN = Version((12, 8))
+
+
+def cuda_gencode(archs: list[str]) -> list[str]:
+    """nvcc flags for capabilities: one `-gencode` per arch, `+PTX` adds the PTX."""
+    flags = []
+    for capability in archs:
+        version, suffix, ptx = parse_capability(capability)
+        number = f"{version.major}{version.minor}{suffix}"
+        flags.append(f"-gencode=arch=compute_{number},code=sm_{number}")
+        if ptx:
+            flags.append(f"-gencode=arch=compute_{number},code=compute_{number}")
+    return flags
+
+
+def cuda_flags(kernel: CudaKernel, cuda: Version | None) -> list[str]:
+    """The kernel's `cuda-flags` that nvcc `cuda` understands."""
+    if cuda is not None and cuda < CUDA_STUB_MIN:
+        return [f for f in kernel.cuda_flags if not f.startswith(STUB_FLAG)]
+    return list(kernel.cuda_flags)
+
+
+def sycl_flags(kernel: XpuKernel, matrix: Matrix) -> list[str]:
+    """`-fsycl` with the ahead-of-time targets and devices, then the kernel's `sycl-flags`."""
+    xpu = matrix.toolkits["xpu"]
+    devices = xpu["aot-devices-sycl-tla" if "sycl_tla" in kernel.depends else "aot-devices"]
+    return [
+        "-fsycl",
+        f"-fsycl-targets={','.join(xpu['offload-targets'])}",
+        "-Xs",
+        f"-device {','.join(devices)}",
+        *kernel.sycl_flags,
+    ]
+
+
+def _gpu_flags(kernel: KernelBase, archs: list[str], backend_version: Version | None) -> list[str]:
+    if isinstance(kernel, CudaKernel):
+        return cuda_gencode(archs) + cuda_flags(kernel, backend_version)
+    if isinstance(kernel, RocmKernel):
+        return [f"--offload-arch={arch}" for arch in archs] + list(kernel.hip_flags)
+    return []
+
+
+def kernel_compile(
+    kernel: KernelBase, archs: list[str] | None, backend_version: Version | None, matrix: Matrix
+) -> KernelCompile:
+    """How `kernel` is compiled for `archs` with the variant's backend version."""
+    cxx = list(kernel.cxx_flags)
+    if isinstance(kernel, XpuKernel):
+        cxx = sycl_flags(kernel, matrix) + cxx
+    return KernelCompile(
+        cxx_flags=cxx,
+        gpu_flags=_gpu_flags(kernel, archs or [], backend_version),
+        dependencies=[],  # Torch's headers come with every project; nothing else yet
+    )

@@ -1,0 +1,291 @@
+"""The build plan's models: `kernelnix-plan.json`, the contract between Python and Nix.
+
+The planner (kernelnix.plan.build) constructs a `Plan`; `Plan.to_json()` is the
+file's canonical text; `read_plan` reads it back for the build step. Keys are
+kebab-case in the file, attributes snake_case in Python. Unknown keys are
+refused: a plan from another kernelnix is rewritten, never half understood.
+docs/plan.md's field tables are generated from these models (kernelnix.plan.docs).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
+
+from kernelnix.core.diagnostics import Diagnostic, UserError
+from kernelnix.plan.ids import ops_id
+
+SCHEMA_VERSION = 1
+PLAN_FILE = "kernelnix-plan.json"
+REWRITE_FIX = (
+    "write the plan again with this kernelnix: `kernelnix generate` (for Nix) or `kernelnix plan`"
+)
+
+
+def _kebab(name: str) -> str:
+    return name.replace("_", "-")
+
+
+class PlanModel(BaseModel):
+    """A frozen table of the plan: kebab-case keys in the file, no unknown keys."""
+
+    NONE_IS_ABSENT: ClassVar[bool] = False  # a None field is written as null
+
+    model_config = ConfigDict(
+        alias_generator=_kebab,
+        validate_by_alias=True,
+        validate_by_name=True,  # the planner constructs by attribute name
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        defer_build=True,
+    )
+
+
+class KernelGitState(PlanModel):
+    commit: str = Field(description="The kernel's git commit.")
+    dirty: bool = Field(description="Whether tracked files had uncommitted changes.")
+
+
+class FrameworkSources(PlanModel):
+    src: list[str] = Field(description="The binding's sources.")
+    include: list[str] = Field(description="Its include directories.")
+    cxx_flags: list[str] = Field(description="Its C++ compiler flags.")
+
+
+class PlanKernel(PlanModel):
+    """A `[kernel.<name>]` table as build.toml gives it; the keys of other backends are absent."""
+
+    NONE_IS_ABSENT: ClassVar[bool] = True  # a None field is left out of the file (docs: absent)
+
+    backend: Literal["cpu", "cuda", "metal", "rocm", "xpu"] = Field(
+        description="The backend the kernel is written for."
+    )
+    src: list[str] = Field(description="Its sources, relative to build.toml's directory.")
+    depends: list[str] = Field(description="Its dependencies (`torch`, `cutlass_3_9`, ...).")
+    include: list[str] = Field(description="Its include directories.")
+    cxx_flags: list[str] = Field(description="Its C++ compiler flags.")
+    cuda_flags: list[str] | None = Field(None, description="CUDA only: its nvcc flags.")
+    cuda_minver: str | None = Field(
+        None, description="CUDA only, when set: the oldest CUDA it is built with."
+    )
+    hip_flags: list[str] | None = Field(None, description="ROCm only: its hipcc flags.")
+    sycl_flags: list[str] | None = Field(None, description="XPU only: its SYCL flags.")
+
+    @model_serializer(mode="wrap")
+    def _present_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {key: value for key, value in data.items() if value is not None}
+
+
+class PlanDependency(PlanModel):
+    """A resolved dependency of a kernel: what its compile needs from it."""
+
+    name: str = Field(description="The dependency's name in `depends`.")
+    include: list[str] = Field(description="Include directories the kernel's sources get.")
+
+
+class KernelCompile(PlanModel):
+    """How one kernel is compiled in one variant: every flag resolved."""
+
+    cxx_flags: list[str] = Field(
+        description="Flags of its C++ and Objective-C++ sources: for XPU the SYCL "
+        "ahead-of-time flags (offload targets, devices), then `sycl-flags`, then "
+        "`cxx-flags`; else `cxx-flags`."
+    )
+    gpu_flags: list[str] = Field(
+        description="Flags of its `.cu`/`.hip` sources: CUDA: one `-gencode` per "
+        "capability (`+PTX` adds the PTX), then `cuda-flags` (without "
+        "`-static-global-template-stub` before CUDA 12.8); ROCm: one `--offload-arch` "
+        "per arch, then `hip-flags`; else empty."
+    )
+    dependencies: list[PlanDependency] = Field(
+        description="Its resolved dependencies; their include directories are added "
+        "to its own. Empty until dependencies are resolved (Torch is always there)."
+    )
+
+
+class PlanSystem(PlanModel):
+    variants: list[str] = Field(description="The system's variant names, in matrix order.")
+    bundle: list[str] = Field(description="Those `packages.<system>.bundle` builds.")
+    ci_variant: str | None = Field(description="The variant `ci-test` uses.")
+    ci_order: list[str] = Field(
+        description="Every variant, in `ci-test`'s order of preference (the Nix host "
+        "toolchain takes the first it can build)."
+    )
+    collisions: list[str] = Field(
+        description="Build sets that gave a variant name already taken (see Rules)."
+    )
+
+
+class PlanVariant(PlanModel):
+    kind: Literal["arch", "stable-abi", "tvm-ffi", "noarch"] = Field(
+        description="What is built: a compiled variant for one Torch, one for Torch's "
+        "stable ABI, a tvm-ffi one, or a Python-only one."
+    )
+    system: str = Field(description="`x86_64-linux`, `aarch64-linux` or `aarch64-darwin`.")
+    backend: str = Field(description="`cpu`, `cuda`, `metal`, `rocm`, `xpu`, ...")
+    backend_version: str | None = Field(description="e.g. `12.6`; null for cpu and metal.")
+    torch: str = Field(description="The Torch it is built with (`2.13`).")
+    stable_abi: str | None = Field(description="The stable-ABI target version, or null.")
+    tvm_ffi: str | None = Field(description="The tvm-ffi version of tvm-ffi variants.")
+    bundle: bool = Field(description="Whether `packages.<system>.bundle` includes it.")
+    ops_id: str = Field(
+        description="`_<python-name>_<backend>_<unique-id>`: op namespace, module name, "
+        "library stem."
+    )
+    kernels: dict[str, list[str] | None] = Field(
+        description="The kernels compiled into it and their archs (CUDA capabilities, "
+        "ROCm gfx targets), null for backends without archs."
+    )
+    compile: dict[str, KernelCompile] = Field(
+        description="How each of those kernels is compiled (the CMake project reads only this)."
+    )
+    archs: list[str] | None = Field(
+        description="The union of the compiled archs, as metadata.json lists them "
+        "(sorted as strings, like the reference); noarch: from `[torch-noarch]`."
+    )
+    macos_deployment_target: str | None = Field(
+        description="`15` (CPU) or `26` (Metal) on Darwin, else null."
+    )
+    metadata: dict[str, Any] = Field(
+        description="Its `metadata.json`, before the build adds provenance and digest "
+        "(checked by kernelnix.plan.metadata when written)."
+    )
+
+
+class Plan(PlanModel):
+    schema_version: int = Field(description="`1`. Bumped on any incompatible change.")
+    generator: str = Field(description="`kernelnix <version>`.")
+    build_toml_sha256: str = Field(
+        description="sha256 of `build.toml`; the flake refuses a stale plan."
+    )
+    name: str = Field(description="`[general] name`.")
+    python_name: str = Field(description="The name with `-` as `_`.")
+    version: int = Field(description="`[general] version`.")
+    framework: Literal["torch", "torch-noarch", "tvm-ffi"] = Field(
+        description="The framework table of build.toml."
+    )
+    package_dir: str = Field(description="`torch-ext/<python-name>` (or `tvm-ffi-ext/...`).")
+    pyext: list[str] = Field(description="Python package file extensions (default `py`, `pyi`).")
+    unique_id: str = Field(description="Unique part of the op namespace (see Rules).")
+    kernel_git: KernelGitState | None = Field(
+        description="The kernel's git state when the plan was written, for provenance "
+        "(Nix builds pass the commit they build instead: `build-variant --kernel-git`)."
+    )
+    framework_sources: FrameworkSources = Field(
+        description="The binding sources of `[torch]`/`[tvm-ffi]`."
+    )
+    kernels: dict[str, PlanKernel] = Field(description="Every `[kernel.<name>]`, once.")
+    sources: list[str] = Field(
+        description="The files a build reads (build.toml, sources, package files); Nix "
+        "filters the source tree to these, so unrelated edits never rebuild."
+    )
+    systems: dict[str, PlanSystem] = Field(description="Per system: its variants.")
+    variants: dict[str, dict[str, PlanVariant]] = Field(
+        description="Per system: variant name -> variant."
+    )
+    notes: list[str] = Field(
+        description="Things the user should know (skipped build sets, backends without build sets)."
+    )
+    config: dict[str, Any] = Field(
+        description="The normalized edition-5 config (`kernelnix check-config --json`)."
+    )
+
+    def to_json(self) -> str:
+        """The canonical text: sorted keys, 2-space indent, trailing newline."""
+        return (
+            json.dumps(self.model_dump(mode="json", by_alias=True), indent=2, sort_keys=True) + "\n"
+        )
+
+    def variant(self, system: str, name: str) -> PlanVariant:
+        """Variant `name` of `system`; a UserError lists the valid ones."""
+        variants = self.variants.get(system)
+        if variants is None:
+            raise UserError.single(
+                f"the plan has no system {system!r}",
+                fix=f"use one of: {', '.join(sorted(self.variants))}",
+            )
+        if name not in variants:
+            raise UserError.single(
+                f"no variant {name!r} for {system}",
+                key="--variant",
+                fix=f"use one of: {', '.join(variants) or '(none)'}",
+            )
+        return variants[name]
+
+    def _with_variants(self, rebase: Callable[[PlanVariant], PlanVariant], **update: Any) -> Plan:
+        variants = {
+            system: {name: rebase(variant) for name, variant in entries.items()}
+            for system, entries in self.variants.items()
+        }
+        return self.model_copy(update={**update, "variants": variants})
+
+    def with_unique_id(self, unique: str) -> Plan:
+        """The plan with another (already checked) unique id: every ops id and metadata id anew."""
+
+        def rebase(variant: PlanVariant) -> PlanVariant:
+            kernel_id = ops_id(self.python_name, variant.backend, unique)
+            metadata = {**variant.metadata, "id": kernel_id}
+            return variant.model_copy(update={"ops_id": kernel_id, "metadata": metadata})
+
+        return self._with_variants(rebase, unique_id=unique)
+
+    def with_kernel_git(self, kernel: KernelGitState | None) -> Plan:
+        """The plan with another kernel git state, in every variant's provenance too."""
+
+        def rebase(variant: PlanVariant) -> PlanVariant:
+            provenance = dict(variant.metadata.get("provenance", {}))
+            provenance.pop("kernel", None)
+            if kernel is not None:
+                provenance["kernel"] = kernel.model_dump(by_alias=True)
+            metadata = {**variant.metadata, "provenance": provenance}
+            return variant.model_copy(update={"metadata": metadata})
+
+        return self._with_variants(rebase, kernel_git=kernel)
+
+
+# Pydantic's messages for a key that is missing or not the plan's, in the CLI's words.
+_KEY_PROBLEMS = {"missing": "missing key", "extra_forbidden": "unknown key"}
+
+
+def _shape_problems(error: ValidationError, path: Path) -> list[Diagnostic]:
+    return [
+        Diagnostic(
+            _KEY_PROBLEMS.get(problem["type"])
+            or f"{problem['msg']} (found {json.dumps(problem['input'])[:60]})",
+            file=str(path),
+            key=".".join(str(part) for part in problem["loc"]),
+            fix=REWRITE_FIX,
+        )
+        for problem in error.errors(include_url=False)
+    ]
+
+
+def read_plan(path: Path) -> Plan:
+    """The plan in `path`; a UserError when it is unreadable, of another schema
+    version or not shaped like a plan."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError
+        raise UserError.single(f"not a plan file: {exc}", file=str(path), fix=REWRITE_FIX) from None
+    version = data.get("schema-version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise UserError.single(
+            f"plan schema {version} is not {SCHEMA_VERSION}", file=str(path), fix=REWRITE_FIX
+        )
+    try:
+        return Plan.model_validate(data, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        raise UserError(_shape_problems(exc, path)) from None

@@ -1,0 +1,3 @@
+from .tensorflow import Rearrange, Reduce
+
+custom_objects = {"Rearrange": Rearrange, "Reduce": Reduce}
