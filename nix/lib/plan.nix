@@ -16,7 +16,7 @@ let
   committedFile = path + "/kernelnix-plan.json";
   buildToml = path + "/build.toml";
   schemaVersion = 1;
-  # The unique id of a plan for Nix (kernelnix.emit.flake.NIX_UNIQUE_ID): every
+  # The unique id of a plan for Nix (kernelnix.compile.project.NIX_UNIQUE_ID): every
   # variant build replaces it with the flake's revision.
   uniqueId = "flake_rev";
   committed = builtins.fromJSON (builtins.readFile committedFile);
