@@ -10,6 +10,8 @@ import click
 from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
 from kernelnix.config import load_config
 from kernelnix.config.rewrite import apply_update, plan_update
+from kernelnix.core.diagnostics import UserError
+from kernelnix.emit.gate import config_problems
 
 
 @main.command("check-config")
@@ -19,8 +21,11 @@ from kernelnix.config.rewrite import apply_update, plan_update
 def check_config(directory: Path, as_json: bool) -> None:
     """Validate DIRECTORY/build.toml (any edition in use).
 
-    Every problem is reported at once, with file, key path and line.
-    Exit code 2 when the file is invalid.
+    Checks the file and everything a plan, the generated project or a build
+    would reject for the config's sake (missing sources, unknown
+    python-depends, unsafe flags, bounds that match nothing, ...). Every problem
+    is reported at once, with file, key path and line; exit code 2 when any is
+    an error.
 
     \b
     Examples:
@@ -28,7 +33,10 @@ def check_config(directory: Path, as_json: bool) -> None:
       kernelnix check-config examples/relu --json
     """
     loaded = load_config(directory)
-    print_warnings(loaded.warnings)
+    problems = [*loaded.warnings, *config_problems(loaded)]
+    if any(p.severity == "error" for p in problems):
+        raise UserError(problems)
+    print_warnings(problems)
     if as_json:
         click.echo(json.dumps(loaded.config.to_json(), indent=2))
     else:

@@ -10,6 +10,7 @@ key path, line and a fix.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import json
 import re
@@ -65,6 +66,32 @@ def format_key_path(path: KeyPath) -> str:
             text = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else json.dumps(part)
             out += f".{text}" if out else text
     return out
+
+
+_KEY_PART = re.compile(r'\.?(?:("(?:[^"\\]|\\.)*")|([A-Za-z0-9_-]+))|\[(\d+)\]')
+
+
+def parse_key_path(text: str) -> KeyPath:
+    """The inverse of `format_key_path`: `kernel.relu.src[2]` -> ("kernel", "relu", "src", 2)."""
+    parts: list[str | int] = []
+    for quoted, bare, index in _KEY_PART.findall(text):
+        parts.append(int(index) if index else json.loads(quoted) if quoted else bare)
+    return tuple(parts)
+
+
+def with_lines(loaded: LoadedConfig, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """`diagnostics` with the line of each build.toml key path filled in."""
+    file = display_path(loaded.path)
+    missing = [d for d in diagnostics if d.key and d.line is None and d.file == file]
+    if not missing:
+        return diagnostics
+    positions = key_lines(loaded.path.read_text(encoding="utf-8").removeprefix("\ufeff"))
+    return [
+        dataclasses.replace(d, line=line_of(positions, parse_key_path(d.key)))
+        if d in missing and d.key
+        else d
+        for d in diagnostics
+    ]
 
 
 class _Reporter:
@@ -254,9 +281,12 @@ def _load_pre_edition(reporter: _Reporter, raw: dict[str, Any]) -> LoadedConfig:
     if errors:  # the upgrade itself went wrong: a bug, but report it like input
         raise UserError(errors)
     assert isinstance(config, BuildConfig)
+    # kernel-builder still reads v4 files, but no longer v3 ones.
+    refused = "; kernel-builder refuses this format" if shape == "v3" else ""
     warning = reporter.at(
         (),
-        f"build.toml uses the pre-edition {shape} format; it was upgraded to edition 5 in memory",
+        f"build.toml uses the pre-edition {shape} format; it was upgraded to edition 5 in "
+        f"memory{refused}",
         fix="run `kernelnix update-build` to write the upgrade (it keeps your comments)",
         severity="warning",
     )

@@ -47,6 +47,18 @@ class Diagnostic:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
+class ConfigValueError(ValueError):
+    """A build.toml value that a later stage cannot use, with its key path."""
+
+    def __init__(self, message: str, key: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.fix = fix
+
+    def diagnostic(self, file: str) -> Diagnostic:
+        return Diagnostic(str(self), file=file, key=self.key, fix=self.fix)
+
+
 @dataclass
 class UserError(Exception):
     """Bad input: carries every diagnostic found, not just the first."""

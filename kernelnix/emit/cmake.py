@@ -14,6 +14,7 @@ so an unsafe one is reported with its key path, never rendered.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -107,11 +108,11 @@ def _languages(components: list[Component]) -> list[str]:
 _PATH_KEYS = ("src", "include", "pyext")
 
 
-def _build_toml_values(plan: Plan, variant: PlanVariant) -> list[tuple[str, str]]:
-    """(key path, value) of every build.toml value the project renders."""
+def _build_toml_values(plan: Plan, kernels: Iterable[str]) -> list[tuple[str, str]]:
+    """(key path, value) of every build.toml value the project of `kernels` renders."""
     framework = plan.framework
     values = [(f"{framework}.{k}", v) for k, v in _listed(plan.framework_sources)]
-    for name in variant.compile:
+    for name in kernels:
         values += [(f"kernel.{name}.{k}", v) for k, v in _listed(plan.kernels[name])]
     values += [(f"{framework}.pyext[{i}]", e) for i, e in enumerate(plan.pyext)]
     return values
@@ -128,13 +129,18 @@ def _listed(table: PlanModel) -> list[tuple[str, str]]:
     ]
 
 
-def check_cmake_values(plan: Plan, variant: PlanVariant) -> None:
-    """Every value that would reach CMake is safe; else one diagnostic per value."""
-    problems = [
-        Diagnostic(f"{value!r} {problem}", file="build.toml", key=key, fix="remove it")
-        for key, value in _build_toml_values(plan, variant)
+def cmake_value_problems(plan: Plan, kernels: Iterable[str], file: str) -> list[Diagnostic]:
+    """One diagnostic per build.toml value of `kernels` that CMake cannot take verbatim."""
+    return [
+        Diagnostic(f"{value!r} {problem}", file=file, key=key, fix="remove it")
+        for key, value in _build_toml_values(plan, kernels)
         if (problem := cmake_problem(value, path=key.split(".")[-1].split("[")[0] in _PATH_KEYS))
     ]
+
+
+def check_cmake_values(plan: Plan, variant: PlanVariant) -> None:
+    """Every value that would reach CMake is safe; else one diagnostic per value."""
+    problems = cmake_value_problems(plan, variant.compile, "build.toml")
     if problems:
         raise UserError(problems)
 

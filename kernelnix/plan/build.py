@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelnix import __version__
-from kernelnix.config.load import LoadedConfig, format_key_path, load_config
+from kernelnix.config.load import LoadedConfig, format_key_path, load_config, with_lines
 from kernelnix.config.model import BuildConfig, CudaKernel, KernelBase
 from kernelnix.config.paths import declared_paths
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
@@ -84,7 +84,7 @@ def missing_sources(loaded: LoadedConfig) -> list[Diagnostic]:
     """Declared source files that do not exist: the build could not read them."""
     return [
         Diagnostic(
-            f"source file {value!r} does not exist",
+            f"source file {value!r} does not exist (entry {key[-1]} of `{key[-2]}`)",
             file=display_path(loaded.path),
             key=format_key_path(key),
             fix="create it or fix the path (relative to build.toml's directory)",
@@ -182,6 +182,17 @@ def build_plan(
     loaded: LoadedConfig, options: PlanOptions | None = None, matrix: Matrix | None = None
 ) -> Plan:
     """The plan of a loaded config; raises UserError for configs that cannot be built."""
+    plan, errors = draft_plan(loaded, options, matrix)
+    if errors:
+        raise UserError(errors)
+    return plan
+
+
+def draft_plan(
+    loaded: LoadedConfig, options: PlanOptions | None = None, matrix: Matrix | None = None
+) -> tuple[Plan, list[Diagnostic]]:
+    """The plan and every problem found making it; the variants with a problem are left
+    out of `variants`, so a caller can go on checking the rest."""
     options = options or PlanOptions()
     matrix = matrix or load_matrix()
     config = loaded.config
@@ -212,11 +223,9 @@ def build_plan(
                     config, variant, matrix, unique, provenance
                 )
             except (EmptyArchsError, UnknownPythonDependency) as exc:
-                errors.append(Diagnostic(str(exc), file=display_path(loaded.path)))
+                errors.append(exc.diagnostic(display_path(loaded.path)))
     errors += missing_sources(loaded)
-    if errors:
-        raise UserError(list(dict.fromkeys(errors)))
-    return Plan(
+    plan = Plan(
         schema_version=SCHEMA_VERSION,
         generator=f"kernelnix {__version__}",
         build_toml_sha256=hashlib.sha256(loaded.path.read_bytes()).hexdigest(),
@@ -236,6 +245,7 @@ def build_plan(
         notes=notes,
         config=config.to_json(),
     )
+    return plan, with_lines(loaded, list(dict.fromkeys(errors)))
 
 
 def plan_directory(directory: Path, options: PlanOptions) -> tuple[LoadedConfig, Plan]:

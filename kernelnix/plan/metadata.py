@@ -17,6 +17,7 @@ from kernelnix.config.base import FileModel
 from kernelnix.config.json_schema import document_schema
 from kernelnix.config.model import BuildConfig, KernelDependencyRef
 from kernelnix.config.types import Backend, KernelName, NonNegativeInt
+from kernelnix.core.diagnostics import ConfigValueError
 
 BUILDER_VERSION = f"kernelnix {__version__}"
 
@@ -110,38 +111,49 @@ def python_dependency_table() -> dict[str, Any]:
     return json.loads(text)
 
 
-class UnknownPythonDependency(ValueError):
+class UnknownPythonDependency(ConfigValueError):
     """A python-depends name the loader would refuse."""
+
+
+_DEPENDS_FIX = (
+    "use a name the kernels loader knows (kernelnix/data/python_dependencies.json); "
+    "a package it does not know cannot be a run-time dependency of a Hub kernel"
+)
 
 
 def python_depends_for(config: BuildConfig, backend: str) -> list[str]:
     """General names, then the backend's; each checked against the known table."""
     table = python_dependency_table()
-    for name in config.general.python_depends:
+    for index, name in enumerate(config.general.python_depends):
         if name not in table["general"]:
+            per_backend = "; ".join(
+                f"{b}: {', '.join(sorted(names))}"
+                for b, names in table["backends"].items()
+                if names
+            )
             raise UnknownPythonDependency(
-                f"general.python-depends: unknown dependency {name!r}; known: "
-                f"{', '.join(sorted(table['general']))}"
-                + (
-                    f" (and for {backend}: {', '.join(table['backends'][backend])})"
-                    if table["backends"].get(backend)
-                    else ""
-                )
+                f"unknown dependency {name!r}; known on every backend: "
+                f"{', '.join(sorted(table['general']))}",
+                key=f"general.python-depends[{index}]",
+                fix=f"{_DEPENDS_FIX}; names known on one backend only ({per_backend}) go in "
+                "[general.<backend>] python-depends",
             )
     names = list(config.general.python_depends)
     backend_table = getattr(config.general, backend, None)
     own = list(getattr(backend_table, "python_depends", []) or [])
     if own and backend not in table["backends"]:
         raise UnknownPythonDependency(
-            f"general.{backend}.python-depends: no Python dependencies are defined for "
-            f"backend {backend!r}; remove the list"
+            f"no Python dependencies are defined for backend {backend!r}",
+            key=f"general.{backend}.python-depends",
+            fix="remove the list",
         )
-    for name in own:
+    for index, name in enumerate(own):
         if name not in table["backends"][backend]:
             known = ", ".join(sorted(table["backends"][backend])) or "none"
             raise UnknownPythonDependency(
-                f"general.{backend}.python-depends: unknown dependency {name!r} for backend "
-                f"{backend!r}; known: {known}"
+                f"unknown dependency {name!r} for backend {backend!r}; known: {known}",
+                key=f"general.{backend}.python-depends[{index}]",
+                fix=_DEPENDS_FIX,
             )
     return names + own
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from kernelnix.config.model import CudaKernel, KernelBase, RocmKernel
 from kernelnix.config.types import parse_capability
+from kernelnix.core.diagnostics import ConfigValueError
 from kernelnix.core.version import Version
 from kernelnix.variants.matrix import Matrix
 
 
-class EmptyArchsError(ValueError):
+class EmptyArchsError(ConfigValueError):
     """No architecture of a kernel is supported by a variant's toolkit."""
 
 
@@ -38,18 +39,25 @@ def _supported(capability: str, targets: list[Version]) -> bool:
     return any(t.major == version.major and version <= t for t in targets)
 
 
+def cuda_capability_supported(capability: str, cuda: Version, matrix: Matrix) -> bool:
+    """Whether CUDA `cuda` builds `capability` (see the module doc)."""
+    targets = [Version.parse(_strip_ptx(a)) for a in matrix.cuda_default_archs(cuda)]
+    return _supported(capability, targets)
+
+
 def cuda_archs(kernel: CudaKernel, cuda: Version, matrix: Matrix, kernel_name: str) -> list[str]:
     defaults = matrix.cuda_default_archs(cuda)
     if kernel.cuda_capabilities is None:
         return defaults
-    targets = [Version.parse(_strip_ptx(a)) for a in defaults]
-    kept = [c for c in kernel.cuda_capabilities if _supported(c, targets)]
+    kept = [c for c in kernel.cuda_capabilities if cuda_capability_supported(c, cuda, matrix)]
     if not kept:
         raise EmptyArchsError(
             f"kernel {kernel_name!r}: none of its cuda-capabilities "
             f"({', '.join(kernel.cuda_capabilities)}) is supported by CUDA {cuda}, which "
-            f"builds for {', '.join(defaults)}; add a supported capability, or set "
-            f'cuda-minver = "X.Y" on the kernel (or general.cuda.minver) to skip CUDA {cuda}'
+            f"builds for {', '.join(defaults)}",
+            key=f"kernel.{kernel_name}.cuda-capabilities",
+            fix=f'add a supported capability, or set cuda-minver = "X.Y" on the kernel '
+            f"(or general.cuda.minver) to skip CUDA {cuda}",
         )
     return list(dict.fromkeys(kept))
 
@@ -62,7 +70,9 @@ def rocm_archs(kernel: RocmKernel, rocm: Version, matrix: Matrix, kernel_name: s
     if not kept:
         raise EmptyArchsError(
             f"kernel {kernel_name!r}: none of its rocm-archs ({', '.join(kernel.rocm_archs)}) "
-            f"is supported by ROCm {rocm}, which builds for {', '.join(supported)}"
+            f"is supported by ROCm {rocm}, which builds for {', '.join(supported)}",
+            key=f"kernel.{kernel_name}.rocm-archs",
+            fix="add a supported arch",
         )
     return list(dict.fromkeys(kept))
 

@@ -48,8 +48,10 @@ def assert_clean_exit(result: Result, code: int) -> None:
 
 
 def write(directory: Path, text: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "build.toml").write_text(text)
+    """A kernel project: build.toml and the sources EDITION5 names."""
+    for source in ("build.toml", "torch-ext/torch_binding.cpp", "relu_cuda/relu.cu"):
+        (directory / source).parent.mkdir(parents=True, exist_ok=True)
+        (directory / source).write_text(text if source == "build.toml" else "// source\n")
     return directory
 
 
@@ -234,3 +236,95 @@ def test_real_process_on_bad_input(command: list[str], tmp_path: Path) -> None:
     assert proc.stdout == ""
     assert f"{tmp_path / 'build.toml'}:8: torchh: unknown key `torchh`" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------- the whole gate: what later stages reject
+
+
+def check(runner: CliRunner, directory: Path) -> list[dict[str, object]]:
+    """check-config's diagnostics as JSON (errors and warnings), and exit code 2."""
+    result = runner.invoke(main, ["check-config", str(directory), "--json"])
+    assert_clean_exit(result, 2)
+    return json.loads(result.stdout)
+
+
+def errors_of(diagnostics: list[dict[str, object]]) -> list[tuple[object, object]]:
+    return [(d.get("key"), d.get("line")) for d in diagnostics if d["severity"] == "error"]
+
+
+def test_every_later_problem_is_reported_at_once_with_key_and_line(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    text = (
+        EDITION5.replace(
+            'license = "Apache-2.0"\n', 'license = "Apache-2.0"\npython-depends = ["numpyy"]\n'
+        )
+        .replace('["cpu", "cuda"]\n', '["cpu", "cuda"]\n[general.hub]\nrepo-id = "a--b/c"\n')
+        .replace(
+            'src = ["relu_cuda/relu.cu"]',
+            'src = ["relu_cuda/relu.cu", "gone.cu"]\ncuda-flags = ["-DX=${HOME}", "-O3\\n-g"]',
+        )
+    )
+    diagnostics = check(runner, write(tmp_path, text))
+    assert errors_of(diagnostics) == [
+        ("general.python-depends[0]", 6),
+        ("general.hub.repo-id", 9),
+        ("kernel.relu.src[1]", 17),
+        ("kernel.relu.cuda-flags[0]", 18),
+        ("kernel.relu.cuda-flags[1]", 18),
+    ]
+    messages = "\n".join(str(d["message"]) for d in diagnostics)
+    assert "'gone.cu' does not exist (entry 1 of `src`)" in messages
+    assert "unknown dependency 'numpyy'" in messages
+    assert "the Hub refuses the repository id 'a--b/c'" in messages
+    assert "'${'" in messages and "control character" in messages
+
+
+@pytest.mark.parametrize(
+    ("bounds", "key", "fragment"),
+    [
+        ('[torch]\nminver = "2.40"\n', "torch.minver", "the Torch bounds 2.40..any match no"),
+        ('[torch]\nmaxver = "1.0"\n', "torch.maxver", "the Torch bounds any..1.0 match no"),
+        ('[general.cuda]\nminver = "99.0"\n', "general.cuda.minver", "the CUDA bounds 99.0"),
+    ],
+)
+def test_bounds_that_match_no_build_set_are_errors(
+    runner: CliRunner, tmp_path: Path, bounds: str, key: str, fragment: str
+) -> None:
+    table, line = bounds.split("\n", 1)
+    text = (
+        EDITION5.replace(f"{table}\n", f"{table}\n{line}")
+        if table in EDITION5
+        else (EDITION5 + "\n" + bounds)
+    )
+    diagnostics = check(runner, write(tmp_path, text))
+    assert key in [k for k, _ in errors_of(diagnostics)]
+    assert any(fragment in str(d["message"]) for d in diagnostics), diagnostics
+
+
+def test_a_config_without_any_variant_is_an_error(runner: CliRunner, tmp_path: Path) -> None:
+    text = EDITION5.replace('["cpu", "cuda"]', '["cuda"]') + '[general.cuda]\nmaxver = "1.0"\n'
+    diagnostics = check(runner, write(tmp_path, text))
+    keys = [k for k, _ in errors_of(diagnostics)]
+    assert "general.backends" in keys and "general.cuda.maxver" in keys
+    assert any("yields no build variant" in str(d["message"]) for d in diagnostics)
+
+
+def test_archs_a_toolkit_drops_are_named_in_a_warning(runner: CliRunner, tmp_path: Path) -> None:
+    text = EDITION5 + 'cuda-capabilities = ["7.0", "9.0"]\n'
+    result = runner.invoke(main, ["check-config", str(write(tmp_path, text))])
+    assert_clean_exit(result, 0)
+    assert "kernel.relu.cuda-capabilities[0]: arch '7.0' is not built with CUDA 13.0" in (
+        result.stderr
+    )
+    assert "'9.0'" not in result.stderr
+
+
+def test_a_v3_file_warns_that_kernel_builder_refuses_it(runner: CliRunner) -> None:
+    result = runner.invoke(
+        main, ["check-config", str(ROOT / "tests/data/configs/good/v3-with-license")]
+    )
+    assert_clean_exit(result, 0)
+    assert "pre-edition v3 format" in result.stderr
+    assert "kernel-builder refuses this format" in result.stderr
+    assert "kernelnix update-build" in result.stderr

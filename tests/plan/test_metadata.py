@@ -113,10 +113,10 @@ def test_noarch_archs_come_from_torch_noarch(full: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ('python-depends = ["numpy"]', "general.python-depends: unknown dependency 'numpy'"),
+        ('python-depends = ["numpy"]', "unknown dependency 'numpy'"),
         (
             '[general.cuda]\npython-depends = ["nki"]',
-            "general.cuda.python-depends: unknown dependency 'nki' for backend 'cuda'",
+            "unknown dependency 'nki' for backend 'cuda'",
         ),
         (
             '[general.tpu]\npython-depends = ["einops"]',

@@ -1,7 +1,7 @@
 """Hypothesis strategies over build.toml, shared by the property tests.
 
 `text` draws anything a string field may hold, hostile values included;
-`valid_projects` draws kernel projects that kernelnix accepts, with hostile
+`valid_projects` draws kernel projects whose build.toml loads and plans, with hostile
 values wherever build.toml allows them (kernel names, flags, file names, Hub
 repo and branch).
 """
@@ -84,7 +84,8 @@ class Project:
 
 @st.composite
 def valid_projects(draw: st.DrawFn) -> Project:
-    """A project every command accepts: CPU plus other backends, 1-3 kernels."""
+    """A project whose build.toml loads and plans: CPU plus other backends, 1-3 kernels,
+    hostile values included (the CMake project and check-config refuse some of them)."""
     name = draw(st.from_regex(r"[a-z][a-z0-9-]{0,10}[a-z0-9]", fullmatch=True))
     package = f"torch-ext/{name.replace('-', '_')}"
     backends = ["cpu", *draw(st.lists(st.sampled_from(BACKENDS[1:]), unique=True))]

@@ -64,7 +64,9 @@ def test_cuda_empty_intersection_names_kernel_and_toolkit() -> None:
     with pytest.raises(EmptyArchsError) as info:
         cuda_archs(cuda_kernel(["10.0", "12.0"]), Version.parse("12.6"), load_matrix(), "attention")
     message = str(info.value)
-    assert "'attention'" in message and "CUDA 12.6" in message and "cuda-minver" in message
+    assert "'attention'" in message and "CUDA 12.6" in message
+    assert info.value.key == "kernel.attention.cuda-capabilities"
+    assert "cuda-minver" in (info.value.fix or "")
 
 
 def test_rocm_archs_intersect_and_default() -> None:

@@ -1,0 +1,1 @@
+// A corpus file: check-config needs every source of build.toml to exist.
