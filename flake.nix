@@ -101,8 +101,9 @@
               git add -A && nix build        # the bundle, in ./result
               nix run .#ci-test              # kernels_ci tests against the built variant
 
-          flake.nix finds kernelnix through the flake registry name `kernelnix`:
-          `nix registry add kernelnix git+file:///path/to/kernelnix` once.
+          flake.nix finds kernelnix through the name `kernelnix`: `kernelnix build`
+          passes its own Nix library; for plain `nix`, once:
+          nix registry add kernelnix "$(kernelnix nix-library)"
           After editing build.toml run `kernelnix generate`.
         '';
       };

@@ -89,6 +89,7 @@ COMMAND_MODULES = {
     "build-and-copy": "nix",
     "devshell": "nix",
     "testshell": "nix",
+    "nix-library": "nix",
     "init": "author",
     "hash": "author",
     "fill-card": "author",
@@ -134,6 +135,7 @@ COMMAND_SUMMARIES = {
     "template, the flake files; then `git init` and stage everything.",
     "list-variants": "List the build variants of DIRECTORY/build.toml, one per line.",
     "lock-wheels": "Record URL and sha256 of every wheel the hermetic toolchain fetches.",
+    "nix-library": "Print the flake URL of this kernelnix's Nix library.",
     "plan": "Write the build plan of DIRECTORY/build.toml (JSON, every system).",
     "schema": "Print the JSON Schema of build.toml or of metadata.json.",
     "testshell": "Enter DIRECTORY's test shell (`nix develop`): a built variant on PYTHONPATH, "

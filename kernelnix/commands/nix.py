@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
+from kernelnix.compile.library import library_url
 from kernelnix.compile.nix import NixOptions, build_and_copy, enter_shell
 from kernelnix.compile.project import generate
 from kernelnix.config import load_config
@@ -54,7 +55,8 @@ def nix_options(func: Any) -> Any:
     "--kernelnix-url",
     metavar="URL",
     help="The flake input of kernelnix, e.g. git+file:///path/to/kernelnix "
-    "(default: that of the generated flake.nix, else the registry name `kernelnix`).",
+    "(default: that of the generated flake.nix, else the name `kernelnix`, which "
+    "kernelnix's commands resolve to this kernelnix's Nix library).",
 )
 @click.option(
     "--toolchain",
@@ -99,6 +101,23 @@ def generate_command(
         click.echo(written.describe())
     for note in generated.notes:
         click.echo(f"note: {note}", err=True)
+
+
+@main.command("nix-library")
+@reports_user_errors
+def nix_library_command() -> None:
+    """Print the flake URL of this kernelnix's Nix library.
+
+    A wheel carries the library (kernelnix/data/flake); a source checkout is one.
+    kernelnix's own commands pass it to Nix as a generated flake's `kernelnix`
+    input; for plain `nix build`, register it once.
+
+    \b
+    Examples:
+      kernelnix nix-library
+      nix registry add kernelnix "$(kernelnix nix-library)"
+    """
+    click.echo(library_url())
 
 
 @main.command("build-and-copy")

@@ -1,30 +1,40 @@
 """Running Nix on a kernel project: the Nix side of `kernelnix build`,
 `build-and-copy`, `devshell`, `testshell` and `list-variants --nix`.
 
-Each call first refreshes the generated files (kernelnix.compile.project), checks that
-git will show them to Nix (flakes see only tracked files), prints the command
-(`+ nix build ...`) and runs it.
+Each call first refreshes the generated files (kernelnix.compile.project), stages
+those git does not track yet (`git add --intent-to-add`: flakes see only tracked
+files), prints the command (`+ nix build ...`) and runs it. A flake.nix whose
+`kernelnix` input is the default registry name gets the Nix library of this
+kernelnix as that input (`--override-input`), so it builds with no `nix registry
+add`. A failure Nix explains in a known way is explained once more in one line,
+with the fix (kernelnix/data/nix-errors.json).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shlex
 import shutil
 import subprocess
 import sys
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 from pathlib import Path
 
 import click
 
+from kernelnix.compile.library import library_url
 from kernelnix.compile.project import generate
 from kernelnix.config import load_config
-from kernelnix.core.diagnostics import UserError
-from kernelnix.core.process import run_shown
+from kernelnix.core.diagnostics import Diagnostic, UserError
+from kernelnix.core.process import shown
 from kernelnix.emit.escape import nix_string
+from kernelnix.emit.flake import DEFAULT_KERNELNIX_URL, FLAKE_FILE, pristine_settings
 from kernelnix.host.record import HOST_FILE
 from kernelnix.host.system import current_system
 
@@ -79,12 +89,68 @@ def nix_command(*args: str) -> list[str]:
     return [nix_executable(), *NIX_FEATURES, *args]
 
 
-def run(command: Sequence[str], cwd: Path | None = None, capture: bool = False) -> str:
-    """Print `+ nix ...`, run it; a failure exits with Nix's status (its message is on stderr)."""
-    done = run_shown(command, cwd=cwd, stdout=subprocess.PIPE if capture else None)
-    if done.returncode != 0:
-        sys.exit(done.returncode)
-    return done.stdout or ""
+@dataclass(frozen=True)
+class FlakeProject:
+    """A kernel directory Nix builds, and the arguments every Nix call on it takes."""
+
+    root: Path
+    overrides: tuple[str, ...] = ()
+
+    def ref(self, attribute: str) -> str:
+        return f"{self.root}#{attribute}"
+
+
+@dataclass(frozen=True)
+class NixErrorHint:
+    """A failure Nix reports in a known way: what it means and how to fix it."""
+
+    pattern: re.Pattern[str]
+    meaning: str
+    fix: str
+
+
+@cache
+def nix_error_hints() -> tuple[NixErrorHint, ...]:
+    text = resources.files("kernelnix.data").joinpath("nix-errors.json").read_text()
+    return tuple(
+        NixErrorHint(re.compile(entry["pattern"]), entry["meaning"], entry["fix"])
+        for entry in json.loads(text)["errors"]
+    )
+
+
+def explain_nix_error(stderr: str) -> Diagnostic | None:
+    """The one-line explanation of a Nix failure, from the first known pattern in it."""
+    for hint in nix_error_hints():
+        if hint.pattern.search(stderr):
+            return Diagnostic(f"nix failed: {hint.meaning}", fix=hint.fix)
+    return None
+
+
+def run(
+    command: Sequence[str], cwd: Path | None = None, capture: bool = False, shell: bool = False
+) -> str:
+    """Print `+ nix ...`, run it with its stderr passed through; a failure exits with
+    Nix's status, or with 2 and the explanation when Nix's message is a known one.
+    An interactive `shell` keeps the terminal: its stderr is not read."""
+    click.echo(shown(command), err=True)
+    tail: deque[str] = deque(maxlen=400)  # the end is where Nix says what failed
+    with subprocess.Popen(
+        list(command),
+        cwd=cwd,
+        text=True,
+        stdout=subprocess.PIPE if capture else None,
+        stderr=None if shell else subprocess.PIPE,
+    ) as process:
+        for line in process.stderr or ():
+            sys.stderr.write(line)
+            tail.append(line)
+        stdout = process.stdout.read() if process.stdout is not None else ""
+    if process.returncode != 0:
+        explained = explain_nix_error("".join(tail))
+        if explained is None:
+            sys.exit(process.returncode)
+        raise UserError([explained])
+    return stdout
 
 
 def _untracked(root: Path, names: list[str]) -> list[str]:
@@ -117,8 +183,36 @@ def _require_tracked(root: Path, names: list[str]) -> None:
         )
 
 
-def prepare(directory: Path) -> Path:
-    """Refresh the generated files; return the kernel directory Nix builds.
+def _stage(root: Path, names: list[str]) -> None:
+    """`git add --intent-to-add` the generated files git does not track yet, saying so."""
+    missing = _untracked(root, names)
+    if not missing:
+        return
+    subprocess.run(
+        ["git", "-C", str(root), "add", "--intent-to-add", "--", *missing],
+        capture_output=True,
+        check=True,
+    )
+    click.echo(
+        f"staged {', '.join(missing)} (git add --intent-to-add), so that Nix sees "
+        f"{'it' if len(missing) == 1 else 'them'}; commit {'it' if len(missing) == 1 else 'them'} "
+        "with your kernel",
+        err=True,
+    )
+
+
+def input_overrides(root: Path) -> tuple[str, ...]:
+    """`--override-input kernelnix <this kernelnix's flake>` for a generated flake.nix whose
+    input is the registry name (an edited flake.nix keeps the input it names)."""
+    flake = root / FLAKE_FILE
+    settings = pristine_settings(flake.read_text()) if flake.is_file() else None
+    if settings is None or settings.kernelnix_url != DEFAULT_KERNELNIX_URL:
+        return ()
+    return ("--override-input", "kernelnix", library_url())
+
+
+def prepare(directory: Path) -> FlakeProject:
+    """Refresh and stage the generated files; return the flake project Nix builds.
 
     Nothing is written for a kernel git does not track, nor without Nix.
     """
@@ -129,11 +223,14 @@ def prepare(directory: Path) -> Path:
     generated = generate(loaded)
     for note in generated.notes:
         click.echo(f"note: {note}", err=True)
-    _require_tracked(root, [w.path.name for w in generated.written])
-    return root
+    _stage(root, [w.path.name for w in generated.written])
+    project = FlakeProject(root, input_overrides(root))
+    if project.overrides:
+        click.echo(f"note: flake input `kernelnix` is {project.overrides[-1]}", err=True)
+    return project
 
 
-def variants(root: Path, systems: Sequence[str] | None = None) -> dict[str, list[str]]:
+def variants(project: FlakeProject, systems: Sequence[str] | None = None) -> dict[str, list[str]]:
     """The flake's `packages.<system>.variants` (kernel-builder's lists, which
     `nix eval .#variants` gives for this machine's system): system -> the
     variant names the flake builds, for `systems` (None: every system of the flake).
@@ -147,7 +244,9 @@ def variants(root: Path, systems: Sequence[str] | None = None) -> dict[str, list
         "packages: builtins.listToAttrs (map (system: { name = system; "
         f"value = packages.${{system}}.variants or [ ]; }}) ({wanted}))"
     )
-    command = nix_command("eval", "--json", f"{root}#packages", "--apply", select)
+    command = nix_command(
+        "eval", "--json", project.ref("packages"), *project.overrides, "--apply", select
+    )
     result: dict[str, list[str]] = json.loads(run(command, capture=True))
     return result
 
@@ -157,23 +256,23 @@ def flake_variants(directory: Path, systems: Sequence[str] | None) -> dict[str, 
     return variants(prepare(directory), systems)
 
 
-def _host_reason(root: Path, variant: str) -> str:
+def _host_reason(project: FlakeProject, variant: str) -> str:
     """Why the host record says `variant` cannot be built here, as ": reason", or ""."""
-    record = root / HOST_FILE
+    record = project.root / HOST_FILE
     if not record.is_file():
         return ""
     reason = json.loads(record.read_text()).get("not-buildable", {}).get(variant)
     return f": {reason}" if reason else ""
 
 
-def _require_offered(root: Path, variant: str) -> None:
+def _require_offered(project: FlakeProject, variant: str) -> None:
     """UserError unless the flake builds `variant` on this machine's system."""
     system = current_system()
-    offered = variants(root, [system])[system]
+    offered = variants(project, [system])[system]
     if variant not in offered:
         raise UserError.single(
             f"the flake does not build variant {variant!r} on {system}"
-            + _host_reason(root, variant),
+            + _host_reason(project, variant),
             fix="pick one of: " + (", ".join(offered) or "(none on this machine)"),
         )
 
@@ -189,13 +288,18 @@ def build_with_nix(
             key="--unique-id",
             fix="drop --unique-id, or add --local",
         )
-    root = prepare(directory)
+    project = prepare(directory)
     if variant is not None:
-        _require_offered(root, variant)
-    result = root / "result"
+        _require_offered(project, variant)
+    result = project.root / "result"
     run(
         nix_command(
-            "build", f"{root}#{variant or 'bundle'}", "--out-link", str(result), *options.args()
+            "build",
+            project.ref(variant or "bundle"),
+            *project.overrides,
+            "--out-link",
+            str(result),
+            *options.args(),
         )
     )
     click.echo(f"{result} -> {result.resolve()}")
@@ -206,22 +310,25 @@ def build_with_nix(
 SHELLS = {"devshell": ("devShells", "default"), "testshell": ("testShells", "test")}
 
 
-def shell_command(root: Path, shell: str, variant: str | None, options: NixOptions) -> list[str]:
+def shell_command(
+    project: FlakeProject, shell: str, variant: str | None, options: NixOptions
+) -> list[str]:
     """The `nix develop` command line of a kernel's dev or test shell."""
     per_variant, default = SHELLS[shell]
     attribute = f"{per_variant}.{variant}" if variant else default
-    return nix_command("develop", f"{root}#{attribute}", *options.args())
+    return nix_command("develop", project.ref(attribute), *project.overrides, *options.args())
 
 
 def enter_shell(directory: Path, shell: str, variant: str | None, options: NixOptions) -> None:
     """Run `nix develop` on the kernel's `shell` (devshell, testshell) in its directory."""
-    root = prepare(directory)
+    project = prepare(directory)
     if variant is not None:
-        _require_offered(root, variant)
-    run(shell_command(root, shell, variant, options), cwd=root)
+        _require_offered(project, variant)
+    run(shell_command(project, shell, variant, options), cwd=project.root, shell=True)
 
 
 def build_and_copy(directory: Path, options: NixOptions) -> None:
     """`nix run <root>#build-and-copy` in the kernel directory: the bundle into ./build."""
-    root = prepare(directory)
-    run(nix_command("run", f"{root}#build-and-copy", *options.args()), cwd=root)
+    project = prepare(directory)
+    command = nix_command("run", project.ref("build-and-copy"), *project.overrides)
+    run([*command, *options.args()], cwd=project.root)

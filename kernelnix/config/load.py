@@ -40,7 +40,7 @@ from kernelnix.config.model import FRAMEWORKS, KERNEL_MODELS, BuildConfig
 from kernelnix.config.paths import ProjectFiles, declared_paths
 from kernelnix.config.tables import BuildDocument
 from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError, toml_type_name
-from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
+from kernelnix.core.diagnostics import Diagnostic, UserError, display_path, format_key_path
 
 BUILD_TOML = "build.toml"
 
@@ -54,18 +54,6 @@ class LoadedConfig:
     shape: str  # "5", "v4" or "v3": the shape the file was written in
     files: ProjectFiles  # the project's directories as listed while loading
     warnings: list[Diagnostic] = field(default_factory=list)
-
-
-def format_key_path(path: KeyPath) -> str:
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            # A quoted key is written as TOML (and JSON) spell it: escapes included.
-            text = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else json.dumps(part)
-            out += f".{text}" if out else text
-    return out
 
 
 _KEY_PART = re.compile(r'\.?(?:("(?:[^"\\]|\\.)*")|([A-Za-z0-9_-]+))|\[(\d+)\]')

@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import re
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
+
 KeyPath = tuple[str | int, ...]
 
 _BARE_KEY = r"[A-Za-z0-9_-]+"
@@ -27,13 +32,41 @@ def _split_dotted_key(text: str) -> list[str] | None:
         if not match:
             return None
         raw = match.group(1)
-        parts.append(raw[1:-1] if raw[0] in "\"'" else raw)
+        parts.append(_unquote(raw) if raw[0] in "\"'" else raw)
         pos = match.end()
         if pos == len(text):
             return parts
         if text[pos] != ".":
             return None
         pos += 1
+
+
+def _unquote(raw: str) -> str:
+    """A quoted key's text, its escapes resolved as TOML resolves them."""
+    try:
+        return str(tomllib.loads(f"k = {raw}")["k"])
+    except tomllib.TOMLDecodeError:
+        return raw[1:-1]
+
+
+def _header_key(text: str, close: str) -> list[str] | None:
+    """The key of a table header's inside, `text` starting after `[` or `[[`: up to the
+    first `close` outside quotes (`[kernel."a]b"]` has the key `kernel`, `a]b`)."""
+    in_quote: str | None = None
+    escaped = False
+    for i, ch in enumerate(text):
+        if in_quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\" and in_quote == '"':
+                escaped = True
+            elif ch == in_quote:
+                in_quote = None
+        elif ch in "\"'":
+            in_quote = ch
+        elif text.startswith(close, i):
+            return _split_dotted_key(text[:i].strip())
+    return None
 
 
 def _find_assignment(line: str) -> tuple[list[str], int] | None:
@@ -116,7 +149,7 @@ def key_lines(text: str) -> dict[KeyPath, int]:
             continue
         stripped = line.strip()
         if stripped.startswith("[["):
-            parts = _split_dotted_key(stripped[2:].split("]]", 1)[0])
+            parts = _header_key(stripped[2:], "]]")
             if parts:
                 base = tuple(parts)
                 index = array_tables[base] = array_tables.get(base, -1) + 1
@@ -125,7 +158,7 @@ def key_lines(text: str) -> dict[KeyPath, int]:
                 positions.setdefault(table, line_no)
             continue
         if stripped.startswith("["):
-            parts = _split_dotted_key(stripped[1:].split("]", 1)[0])
+            parts = _header_key(stripped[1:], "]")
             if parts:
                 table = tuple(parts)
                 for depth in range(1, len(table) + 1):

@@ -8,6 +8,7 @@ with a list of diagnostics; the CLI prints them and exits with code 2.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,6 +46,19 @@ class Diagnostic:
 
     def to_json(self) -> dict[str, object]:
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def format_key_path(path: Sequence[str | int]) -> str:
+    """A key path as diagnostics show it: `kernel.relu.src[2]`, `kernel."a.b".src`."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            # A quoted key is written as TOML (and JSON) spell it: escapes included.
+            text = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else json.dumps(part)
+            out += f".{text}" if out else text
+    return out
 
 
 class ConfigValueError(ValueError):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from kernelnix import __version__
-from kernelnix.core.diagnostics import Diagnostic, UserError
+from kernelnix.core.diagnostics import Diagnostic, UserError, format_key_path
 from kernelnix.core.version import Version
 from kernelnix.emit.escape import cmake_problem
 from kernelnix.emit.render import render
@@ -108,20 +108,24 @@ def _languages(components: list[Component]) -> list[str]:
 _PATH_KEYS = ("src", "include", "pyext")
 
 
-def _build_toml_values(plan: Plan, kernels: Iterable[str]) -> list[tuple[str, str]]:
+def _build_toml_values(
+    plan: Plan, kernels: Iterable[str]
+) -> list[tuple[tuple[str | int, ...], str]]:
     """(key path, value) of every build.toml value the project of `kernels` renders."""
-    framework = plan.framework
-    values = [(f"{framework}.{k}", v) for k, v in _listed(plan.framework_sources)]
+    framework: str = plan.framework
+    values: list[tuple[tuple[str | int, ...], str]] = [
+        ((framework, *k), v) for k, v in _listed(plan.framework_sources)
+    ]
     for name in kernels:
-        values += [(f"kernel.{name}.{k}", v) for k, v in _listed(plan.kernels[name])]
-    values += [(f"{framework}.pyext[{i}]", e) for i, e in enumerate(plan.pyext)]
+        values += [(("kernel", name, *k), v) for k, v in _listed(plan.kernels[name])]
+    values += [((framework, "pyext", i), e) for i, e in enumerate(plan.pyext)]
     return values
 
 
-def _listed(table: PlanModel) -> list[tuple[str, str]]:
-    """(`key[index]`, value) of each string in the table's lists, keys as in build.toml."""
+def _listed(table: PlanModel) -> list[tuple[tuple[str, int], str]]:
+    """((key, index), value) of each string in the table's lists, keys as in build.toml."""
     return [
-        (f"{key}[{index}]", value)
+        ((key, index), value)
         for key, values in table.model_dump(by_alias=True).items()
         if isinstance(values, list)
         for index, value in enumerate(values)
@@ -132,9 +136,9 @@ def _listed(table: PlanModel) -> list[tuple[str, str]]:
 def cmake_value_problems(plan: Plan, kernels: Iterable[str], file: str) -> list[Diagnostic]:
     """One diagnostic per build.toml value of `kernels` that CMake cannot take verbatim."""
     return [
-        Diagnostic(f"{value!r} {problem}", file=file, key=key, fix="remove it")
+        Diagnostic(f"{value!r} {problem}", file=file, key=format_key_path(key), fix="remove it")
         for key, value in _build_toml_values(plan, kernels)
-        if (problem := cmake_problem(value, path=key.split(".")[-1].split("[")[0] in _PATH_KEYS))
+        if (problem := cmake_problem(value, path=key[-2] in _PATH_KEYS))
     ]
 
 

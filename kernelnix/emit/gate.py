@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from kernelnix.config.load import LoadedConfig, with_lines
 from kernelnix.config.model import CudaKernel, RocmKernel
-from kernelnix.core.diagnostics import Diagnostic, display_path
+from kernelnix.core.diagnostics import Diagnostic, display_path, format_key_path
 from kernelnix.core.version import Version
 from kernelnix.emit.cmake import cmake_value_problems
 from kernelnix.plan.build import PlanOptions, draft_plan
@@ -177,12 +177,12 @@ def _dropped_arch_warnings(loaded: LoadedConfig, matrix: Matrix, file: str) -> l
                     and not cuda_capability_supported(capability, cuda, matrix)
                 ]
                 if without:
-                    key = f"kernel.{name}.cuda-capabilities[{index}]"
+                    key = format_key_path(("kernel", name, "cuda-capabilities", index))
                     warnings.append(_dropped(file, key, capability, "CUDA", without))
         if isinstance(kernel, RocmKernel) and kernel.rocm_archs and rocm_versions:
             for index, arch in enumerate(kernel.rocm_archs):
                 if arch.split(":")[0] not in matrix.rocm_archs():
-                    key = f"kernel.{name}.rocm-archs[{index}]"
+                    key = format_key_path(("kernel", name, "rocm-archs", index))
                     warnings.append(_dropped(file, key, arch, "ROCm", rocm_versions))
     return warnings
 

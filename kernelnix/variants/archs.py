@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from kernelnix.config.model import CudaKernel, KernelBase, RocmKernel
 from kernelnix.config.types import parse_capability
-from kernelnix.core.diagnostics import ConfigValueError
+from kernelnix.core.diagnostics import ConfigValueError, format_key_path
 from kernelnix.core.version import Version
 from kernelnix.variants.matrix import Matrix
 
@@ -55,7 +55,7 @@ def cuda_archs(kernel: CudaKernel, cuda: Version, matrix: Matrix, kernel_name: s
             f"kernel {kernel_name!r}: none of its cuda-capabilities "
             f"({', '.join(kernel.cuda_capabilities)}) is supported by CUDA {cuda}, which "
             f"builds for {', '.join(defaults)}",
-            key=f"kernel.{kernel_name}.cuda-capabilities",
+            key=format_key_path(("kernel", kernel_name, "cuda-capabilities")),
             fix=f'add a supported capability, or set cuda-minver = "X.Y" on the kernel '
             f"(or general.cuda.minver) to skip CUDA {cuda}",
         )
@@ -71,7 +71,7 @@ def rocm_archs(kernel: RocmKernel, rocm: Version, matrix: Matrix, kernel_name: s
         raise EmptyArchsError(
             f"kernel {kernel_name!r}: none of its rocm-archs ({', '.join(kernel.rocm_archs)}) "
             f"is supported by ROCm {rocm}, which builds for {', '.join(supported)}",
-            key=f"kernel.{kernel_name}.rocm-archs",
+            key=format_key_path(("kernel", kernel_name, "rocm-archs")),
             fix="add a supported arch",
         )
     return list(dict.fromkeys(kept))

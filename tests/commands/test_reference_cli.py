@@ -27,7 +27,7 @@ from hubserver import TOKEN, USER, FakeHub
 from paths import EXAMPLES
 
 from kernelnix.cli import main
-from kernelnix.compile.nix import NixOptions, shell_command
+from kernelnix.compile.nix import FlakeProject, NixOptions, shell_command
 from kernelnix.host.system import current_system
 
 try:
@@ -360,7 +360,7 @@ def test_clean_pyproject_with_nothing_to_clean(tmp_path: Path) -> None:
 )
 def test_shell_command_lines(shell: str, variant: str | None, attribute: str) -> None:
     options = NixOptions(print_build_logs=True, max_jobs=2, cores=0)
-    argv = shell_command(Path("/k"), shell, variant, options)
+    argv = shell_command(FlakeProject(Path("/k")), shell, variant, options)
     assert argv[1:] == [
         "--extra-experimental-features",
         "nix-command flakes",

@@ -1,12 +1,15 @@
-# kernelnix-generated: {"kernelnix-url": "kernelnix", "sha256": "114acbcc70e32192be9adfb49070e0564d3bb3d0f986c9ee726db60268d26a1b", "toolchain": "host"}
+# kernelnix-generated: {"kernelnix-url": "kernelnix", "sha256": "9057eb60f69d8afc3e42c62f815fc2ae1d9421cfb1e3e74c49c06049abe03847", "toolchain": "host"}
 # Written by `kernelnix generate`. The outputs come from kernelnix-plan.json,
 # which `kernelnix generate` rewrites after build.toml changes. Edit this file
 # freely: kernelnix keeps an edited flake.nix unless you pass --force.
 {
   description = "A Hugging Face Hub kernel, built with kernelnix";
 
-  # Your kernelnix checkout ("git+file:///path/to/kernelnix"), or the name
-  # "kernelnix" after `nix registry add kernelnix git+file:///path/to/kernelnix`.
+  # kernelnix's flake. With the name "kernelnix", kernelnix's own commands
+  # (`kernelnix build`, `devshell`, ...) pass the Nix library installed with
+  # them; for plain `nix build`, run once:
+  #   nix registry add kernelnix "$(kernelnix nix-library)"
+  # Or name a checkout: "git+file:///path/to/kernelnix".
   inputs.kernelnix.url = "kernelnix";
 
   outputs =

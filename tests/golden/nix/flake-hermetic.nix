@@ -1,4 +1,4 @@
-# kernelnix-generated: {"kernelnix-url": "git+file:///src/kernelnix", "sha256": "5e09429dd5502902e47f550eaff8ca3fd8935b2d89993386b2f4600bd4d3f810", "toolchain": "hermetic"}
+# kernelnix-generated: {"kernelnix-url": "git+file:///src/kernelnix", "sha256": "33ec1c2206a3c737cb26172825c56008b64b0de021cda23688daebd5414e431e", "toolchain": "hermetic"}
 # Written by `kernelnix generate`. The outputs come from kernelnix-plan.json,
 # which `kernelnix generate` rewrites after build.toml changes. Edit this file
 # freely: kernelnix keeps an edited flake.nix unless you pass --force.
@@ -13,8 +13,11 @@
     extra-trusted-public-keys = [ "cache.nixos-cuda.org:74DUi4Ye579gUqzH4ziL9IyiJBlDpMRn9MBN8oNan9M=" ];
   };
 
-  # Your kernelnix checkout ("git+file:///path/to/kernelnix"), or the name
-  # "kernelnix" after `nix registry add kernelnix git+file:///path/to/kernelnix`.
+  # kernelnix's flake. With the name "kernelnix", kernelnix's own commands
+  # (`kernelnix build`, `devshell`, ...) pass the Nix library installed with
+  # them; for plain `nix build`, run once:
+  #   nix registry add kernelnix "$(kernelnix nix-library)"
+  # Or name a checkout: "git+file:///path/to/kernelnix".
   inputs.kernelnix.url = "git+file:///src/kernelnix";
 
   outputs =

@@ -1,12 +1,15 @@
-# kernelnix-generated: {"kernelnix-url": "git+file:///src/kernelnix", "sha256": "8d90660fb29b121cbbf76826bbb5e070ebe874a8d4a0c4c207b3d2c8ccf994d5", "toolchain": "host"}
+# kernelnix-generated: {"kernelnix-url": "git+file:///src/kernelnix", "sha256": "34eb19e18d8cfe178c9461134df3acddc6ffb57fd399222a4f22617f971a3936", "toolchain": "host"}
 # Written by `kernelnix generate`. The outputs come from kernelnix-plan.json,
 # which `kernelnix generate` rewrites after build.toml changes. Edit this file
 # freely: kernelnix keeps an edited flake.nix unless you pass --force.
 {
   description = "A Hugging Face Hub kernel, built with kernelnix";
 
-  # Your kernelnix checkout ("git+file:///path/to/kernelnix"), or the name
-  # "kernelnix" after `nix registry add kernelnix git+file:///path/to/kernelnix`.
+  # kernelnix's flake. With the name "kernelnix", kernelnix's own commands
+  # (`kernelnix build`, `devshell`, ...) pass the Nix library installed with
+  # them; for plain `nix build`, run once:
+  #   nix registry add kernelnix "$(kernelnix nix-library)"
+  # Or name a checkout: "git+file:///path/to/kernelnix".
   inputs.kernelnix.url = "git+file:///src/kernelnix";
 
   outputs =

@@ -1,0 +1,139 @@
+"""Nix failures explained in one line with the fix (kernelnix/data/nix-errors.json),
+each against the message the real Nix on this machine prints."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from nix_projects import git
+
+from kernelnix.compile.nix import explain_nix_error, nix_command, nix_error_hints, run
+from kernelnix.core.diagnostics import UserError
+
+pytestmark = pytest.mark.skipif(shutil.which("nix") is None, reason="needs Nix")
+
+EMPTY_REGISTRY = {"version": 2, "flakes": []}
+
+
+def nix_stderr(cwd: Path, *args: str, tmp_path: Path) -> str:
+    """What `nix <args>` prints on stderr when it fails, with an empty flake registry."""
+    registry = tmp_path / "registry.json"
+    registry.write_text(json.dumps(EMPTY_REGISTRY))
+    done = subprocess.run(
+        ["nix", "--option", "flake-registry", str(registry), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)},
+        check=False,
+    )
+    assert done.returncode != 0, done.stdout
+    return done.stderr
+
+
+def flake(directory: Path, text: str, track: bool = True) -> Path:
+    directory.mkdir()
+    git(directory, "init", "-q")
+    (directory / "flake.nix").write_text(text)
+    if track:
+        git(directory, "add", "flake.nix")
+    return directory
+
+
+def meaning(stderr: str) -> str:
+    explained = explain_nix_error(stderr)
+    assert explained is not None, stderr
+    assert explained.fix
+    return explained.message
+
+
+def test_an_unregistered_kernelnix_input(tmp_path: Path) -> None:
+    project = flake(
+        tmp_path / "k",
+        '{ inputs.kernelnix.url = "kernelnix"; outputs = { self, kernelnix }: { x = 1; }; }',
+    )
+    stderr = nix_stderr(project, "eval", ".#x", tmp_path=tmp_path)
+    assert "registry name `kernelnix`" in meaning(stderr)
+
+
+def test_a_file_git_does_not_track(tmp_path: Path) -> None:
+    project = flake(
+        tmp_path / "k", "{ outputs = { self }: { x = builtins.readFile ./data.txt; }; }"
+    )
+    (project / "data.txt").write_text("untracked\n")
+    stderr = nix_stderr(project, "eval", ".#x", tmp_path=tmp_path)
+    assert "git does not track it" in meaning(stderr)
+
+
+def test_an_untracked_flake_nix(tmp_path: Path) -> None:
+    project = flake(tmp_path / "k", "{ outputs = { self }: { x = 1; }; }", track=False)
+    stderr = nix_stderr(project, "eval", ".#x", tmp_path=tmp_path)
+    assert "git does not track it" in meaning(stderr)
+
+
+def test_an_output_the_flake_lacks(tmp_path: Path) -> None:
+    project = flake(tmp_path / "k", "{ outputs = { self }: { x = 1; }; }")
+    stderr = nix_stderr(project, "eval", ".#torch299-cxx11-cpu-x86_64-linux", tmp_path=tmp_path)
+    assert "the flake has no such output" in meaning(stderr)
+
+
+def test_flakes_disabled(tmp_path: Path) -> None:
+    stderr = nix_stderr(
+        tmp_path, "--option", "experimental-features", "", "eval", ".#x", tmp_path=tmp_path
+    )
+    assert "`nix-command` and `flakes`" in meaning(stderr)
+
+
+def test_a_missing_build_users_group(tmp_path: Path) -> None:
+    expression = (
+        'derivation { name = "kernelnix-test"; system = builtins.currentSystem; '
+        'builder = "/bin/sh"; args = [ "-c" "echo > $out" ]; }'
+    )
+    stderr = nix_stderr(
+        tmp_path,
+        "--option",
+        "build-users-group",
+        "kernelnix-no-such-group",
+        "build",
+        "--impure",
+        "--no-link",
+        "--expr",
+        expression,
+        tmp_path=tmp_path,
+    )
+    assert "build users group is missing" in meaning(stderr)
+
+
+def test_a_full_disk() -> None:
+    # Not reproducible here without filling a disk: the message of Nix's store writes.
+    stderr = "error: writing to file: No space left on device\n"
+    assert "is full" in meaning(stderr)
+
+
+def test_unknown_failures_are_not_explained() -> None:
+    assert (
+        explain_nix_error("error: builder for '/nix/store/x.drv' failed with exit code 1") is None
+    )
+    assert len(nix_error_hints()) >= 6
+
+
+def test_run_adds_the_explanation_and_exits_2(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    project = flake(tmp_path / "k", "{ outputs = { self }: { x = 1; }; }")
+    with pytest.raises(UserError) as raised:
+        run(nix_command("eval", f"{project}#nothing-here"))
+    (diagnostic,) = raised.value.diagnostics
+    assert diagnostic.message.startswith("nix failed: the flake has no such output")
+    assert "does not provide attribute" in capfd.readouterr().err  # Nix's own message too
+
+
+def test_run_exits_with_nix_status_on_unknown_failures(tmp_path: Path) -> None:
+    project = flake(tmp_path / "k", '{ outputs = { self }: { x = throw "planted"; }; }')
+    with pytest.raises(SystemExit) as raised:
+        run(nix_command("eval", f"{project}#x"))
+    assert raised.value.code == 1
