@@ -69,9 +69,7 @@ let
     else if unknown != [ ] then
       fail "an entry has unknown attribute(s) ${builtins.concatStringsSep ", " unknown}"
     else if backend == null then
-      fail "an entry names no backend (cpu = true, cudaVersion, rocmVersion, xpuVersion or metal = true)"
-    else if backend == "tpu" then
-      fail "kernelnix builds no TPU variants; leave this entry out"
+      fail "an entry names no backend (cpu = true, cudaVersion, rocmVersion, xpuVersion, metal = true or tpu = true)"
     else
       {
         torch = entry.torchVersion;

@@ -240,7 +240,13 @@ def test_each_variant_takes_its_own_torch_toolkit_and_glibc_2_27(setup: Setup, s
         names = [drv_name(path) for path in graph]
 
         # Its own Torch: the one wheel of its release and flavor, from the lock.
-        release = {"2.12": "2.12.0", "2.13": "2.13.0"}[variant["torch"]]
+        release = {
+            "2.11": "2.11.0",
+            "2.12": "2.12.0",
+            "2.13": "2.13.0",
+            "2.14": "2.14.1",
+            "2.15": "2.15.0",
+        }[variant["torch"]]
         version = full_version(variant["backend-version"] or "0")
         template = {"cpu": "cpu", "cuda": "cu{major}{minor}", "rocm": "rocm{major}.{minor}"}
         flavor = wheels.fill(template[variant["backend"]], version)

@@ -181,8 +181,8 @@ def test_host_offers_the_variants_of_the_record(relu: Path) -> None:
 
 
 def test_host_without_record_guesses_newest_cpu(tmp_path: Path, relu: Path) -> None:
-    assert offered(relu) == ["torch213-cxx11-cpu-x86_64-linux"]
-    assert offered(relu, "aarch64-darwin") == ["torch213-cpu-aarch64-darwin"]
+    assert offered(relu) == ["torch215-cxx11-cpu-x86_64-linux"]
+    assert offered(relu, "aarch64-darwin") == ["torch215-cpu-aarch64-darwin"]
     for example, expected in [
         ("relu-stable-abi", ["torch-stable-abi212-cpu-x86_64-linux"]),
         ("relu-noarch", ["torch-cpu"]),

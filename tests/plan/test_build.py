@@ -59,7 +59,7 @@ def test_plan_resolves_each_variant() -> None:
     assert cpu.kernels == {"relu_cpu": None} and cpu.archs is None
     metal = plan.variants["aarch64-darwin"]["torch213-metal-aarch64-darwin"]
     assert metal.macos_deployment_target == "26"
-    assert plan.systems["x86_64-linux"].ci_variant == "torch213-cxx11-cu126-x86_64-linux"
+    assert plan.systems["x86_64-linux"].ci_variant == "torch214-cxx11-cu126-x86_64-linux"
     assert "relu_cpu/relu_cpu.cpp" in plan.sources
     assert "torch-ext/relu/__init__.py" in plan.sources
     assert plan.kernels["relu"].src == ["relu_cuda/relu.cu"]
@@ -100,12 +100,18 @@ def test_list_variants_cli() -> None:
         "torch212-metal-aarch64-darwin",
         "torch213-cpu-aarch64-darwin",
         "torch213-metal-aarch64-darwin",
+        "torch214-cpu-aarch64-darwin",
+        "torch214-metal-aarch64-darwin",
+        "torch215-cpu-aarch64-darwin",
+        "torch215-metal-aarch64-darwin",
     ]
     result = runner.invoke(
         main, ["list-variants", str(EXAMPLES / "relu"), "--all-systems", "--json"]
     )
     data = json.loads(result.stdout)
-    assert len([n for s in data.values() for n in s]) == 26
+    # kernel-builder's 38 bundle variants less those of backends relu lacks (none), plus
+    # its non-bundle Torch 2.11 CPU one, plus 6 of Torch 2.15: 45 in all.
+    assert len([n for s in data.values() for n in s]) == 45
     assert data["x86_64-linux"]["torch212-cxx11-rocm71-x86_64-linux"]["archs"] == [
         "gfx90a",
         "gfx942",

@@ -54,6 +54,7 @@ def names(tmp_path: Path, system: str = "x86_64-linux") -> list[str]:
 
 
 ALL_X86 = [
+    "torch211-cxx11-cpu-x86_64-linux",
     "torch212-cxx11-cpu-x86_64-linux",
     "torch212-cxx11-cu126-x86_64-linux",
     "torch212-cxx11-cu130-x86_64-linux",
@@ -68,32 +69,31 @@ ALL_X86 = [
     "torch213-cxx11-rocm71-x86_64-linux",
     "torch213-cxx11-rocm72-x86_64-linux",
     "torch213-cxx11-xpu20260-x86_64-linux",
+    "torch214-cxx11-cpu-x86_64-linux",
+    "torch214-cxx11-cu126-x86_64-linux",
+    "torch214-cxx11-cu130-x86_64-linux",
+    "torch214-cxx11-cu132-x86_64-linux",
+    "torch214-cxx11-rocm72-x86_64-linux",
+    "torch214-cxx11-xpu20261-x86_64-linux",
+    "torch215-cxx11-cpu-x86_64-linux",
+    "torch215-cxx11-cu132-x86_64-linux",
 ]
+CPU_X86 = [n for n in ALL_X86 if "-cpu-" in n]
 
 CASES = {
     "all backends, x86_64": (["cpu", "cuda", "rocm", "xpu", "metal"], "", None, ALL_X86),
-    "cpu only": (
-        ["cpu"],
-        "",
-        None,
-        ["torch212-cxx11-cpu-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux"],
-    ),
+    "cpu only": (["cpu"], "", None, CPU_X86),
     "cuda minver inclusive": (
         ["cuda"],
         '[general.cuda]\nminver = "13.0"\n',
         None,
-        [
-            "torch212-cxx11-cu130-x86_64-linux",
-            "torch212-cxx11-cu132-x86_64-linux",
-            "torch213-cxx11-cu130-x86_64-linux",
-            "torch213-cxx11-cu132-x86_64-linux",
-        ],
+        [n for n in ALL_X86 if "-cu13" in n],
     ),
     "cuda maxver inclusive": (
         ["cuda"],
         '[general.cuda]\nmaxver = "12.6"\n',
         None,
-        ["torch212-cxx11-cu126-x86_64-linux", "torch213-cxx11-cu126-x86_64-linux"],
+        [n for n in ALL_X86 if "-cu126" in n],
     ),
     "cuda window excludes all": (
         ["cuda"],
@@ -105,13 +105,17 @@ CASES = {
         ["cpu"],
         "",
         '[torch]\nsrc = ["b.cpp"]\nminver = "2.13"\n',
-        ["torch213-cxx11-cpu-x86_64-linux"],
+        [
+            "torch213-cxx11-cpu-x86_64-linux",
+            "torch214-cxx11-cpu-x86_64-linux",
+            "torch215-cxx11-cpu-x86_64-linux",
+        ],
     ),
     "torch maxver": (
         ["cpu"],
         "",
         '[torch]\nsrc = ["b.cpp"]\nmaxver = "2.12"\n',
-        ["torch212-cxx11-cpu-x86_64-linux"],
+        ["torch211-cxx11-cpu-x86_64-linux", "torch212-cxx11-cpu-x86_64-linux"],
     ),
     # The reference's worked example: 3 CUDA (torch 2.13), 1 CPU, 2 ROCm, 2 XPU.
     "stable abi everywhere": (
@@ -127,13 +131,17 @@ CASES = {
             "torch-stable-abi212-rocm72-x86_64-linux",
             "torch-stable-abi212-xpu20253-x86_64-linux",
             "torch-stable-abi212-xpu20260-x86_64-linux",
+            "torch-stable-abi212-xpu20261-x86_64-linux",
         ],
     ),
     "stable abi newer than some torch": (
         ["xpu"],
         "",
         '[torch]\nsrc = ["b.cpp"]\nstable-abi = "2.13"\n',
-        ["torch-stable-abi213-xpu20260-x86_64-linux"],
+        [
+            "torch-stable-abi213-xpu20260-x86_64-linux",
+            "torch-stable-abi213-xpu20261-x86_64-linux",
+        ],
     ),
     "stable abi per backend": (
         ["cpu", "cuda"],
@@ -141,12 +149,7 @@ CASES = {
         '[torch]\nsrc = ["b.cpp"]\n[torch.stable-abi]\ncpu = "2.12"\n',
         [
             "torch-stable-abi212-cpu-x86_64-linux",
-            "torch212-cxx11-cu126-x86_64-linux",
-            "torch212-cxx11-cu130-x86_64-linux",
-            "torch212-cxx11-cu132-x86_64-linux",
-            "torch213-cxx11-cu126-x86_64-linux",
-            "torch213-cxx11-cu130-x86_64-linux",
-            "torch213-cxx11-cu132-x86_64-linux",
+            *(n for n in ALL_X86 if "-cu1" in n),
         ],
     ),
     "noarch framework": (
@@ -159,7 +162,7 @@ CASES = {
         ["cpu", "xpu"],
         "",
         None,
-        ["torch212-cxx11-cpu-x86_64-linux", "torch-xpu", "torch213-cxx11-cpu-x86_64-linux"],
+        [*CPU_X86, "torch-xpu"],
     ),
     "tvm-ffi": (
         ["cpu", "cuda"],
@@ -172,7 +175,9 @@ CASES = {
             "tvm-ffi01-cu132-x86_64-linux",
         ],
     ),
-    "backend without build sets": (["tpu"], "", None, []),
+    # TPU has a build set (Torch 2.11) but no kernel backend: always noarch.
+    "tpu is noarch": (["tpu"], "", None, ["torch-tpu"]),
+    "backend without build sets": (["neuron"], "", None, []),
 }
 
 
@@ -197,13 +202,19 @@ def test_darwin_names_have_no_abi_tag(tmp_path: Path) -> None:
         "torch212-metal-aarch64-darwin",
         "torch213-cpu-aarch64-darwin",
         "torch213-metal-aarch64-darwin",
+        "torch214-cpu-aarch64-darwin",
+        "torch214-metal-aarch64-darwin",
+        "torch215-cpu-aarch64-darwin",
+        "torch215-metal-aarch64-darwin",
     ]
 
 
 def test_aarch64_linux_has_cpu_and_cuda_only(tmp_path: Path) -> None:
     write_config(tmp_path, ["cpu", "cuda", "rocm", "xpu"])
     assert names(tmp_path, "aarch64-linux") == [
-        n.replace("x86_64", "aarch64") for n in ALL_X86 if "rocm" not in n and "xpu" not in n
+        n.replace("x86_64", "aarch64")
+        for n in ALL_X86
+        if "rocm" not in n and "xpu" not in n and "torch211" not in n  # 2.11: x86_64 only
     ]
 
 
@@ -224,23 +235,25 @@ def test_stable_abi_drop_is_noted(tmp_path: Path) -> None:
 
 
 def test_backend_without_build_set_is_noted(tmp_path: Path) -> None:
-    write_config(tmp_path, ["cpu", "tpu"])
+    write_config(tmp_path, ["cpu", "neuron"])
     found = variants_for_system(load_config(tmp_path).config, "x86_64-linux")
-    assert any("'tpu' has no build set" in n for n in found.notes)
+    assert any("'neuron' has no build set" in n for n in found.notes)
 
 
 def test_best_variant_prefers_cuda_newest_torch_oldest_cuda(tmp_path: Path) -> None:
     write_config(tmp_path, ["cpu", "cuda", "rocm"])
     found = variants_for_system(load_config(tmp_path).config, "x86_64-linux")
     best = best_variant(found.variants)
-    assert best is not None and best.name == "torch213-cxx11-cu126-x86_64-linux"
+    # Bundle first: Torch 2.15 is outside the bundle, so the newest is 2.14.
+    assert best is not None and best.name == "torch214-cxx11-cu126-x86_64-linux"
     write_config(tmp_path, ["cpu"])
     found = variants_for_system(load_config(tmp_path).config, "x86_64-linux")
-    assert best_variant(found.variants).name == "torch213-cxx11-cpu-x86_64-linux"  # type: ignore[union-attr]
+    assert best_variant(found.variants).name == "torch214-cxx11-cpu-x86_64-linux"  # type: ignore[union-attr]
 
 
 def test_bundle_of_every_backend_matches_reference_list(tmp_path: Path) -> None:
-    """The 26 bundle variants the reference lists (docs/build-variants.md)."""
+    """The 38 bundle variants the reference lists (its build-variants.json: Torch 2.12 and
+    2.13, 13 each; 2.14, 12)."""
     write_config(tmp_path, ["cpu", "cuda", "rocm", "xpu", "metal"])
     config = load_config(tmp_path).config
     every = [
@@ -249,8 +262,9 @@ def test_bundle_of_every_backend_matches_reference_list(tmp_path: Path) -> None:
         for v in variants_for_system(config, s).variants
         if v.bundle
     ]
-    assert len(every) == 26
-    assert len(set(every)) == 26
+    assert len(every) == 38
+    assert len(set(every)) == 38
+    assert not any(name.startswith(("torch211", "torch215")) for name in every)
 
 
 @pytest.mark.parametrize("build_set", load_matrix().build_sets, ids=lambda b: b.describe())
