@@ -37,6 +37,16 @@ fi
 python3 -c "import torch" 2>/dev/null || python3 -m pip install -q torch==2.13.0
 python3 -m pip install -q -e '.[test]'
 python3 -m pip install -q nvidia-cuda-cuobjdump 2>/dev/null || true
+# A second environment with the CUDA 13.0 build of Torch 2.14.1 (about 5.5 GB, from
+# this machine's disk), in which tests build and load CUDA variants with
+# /usr/local/cuda's nvcc (tests/e2e/test_cuda_torch.py). Torch first, then the rest.
+cuda_venv=${KERNELNIX_CUDA_VENV:-$PWD/.venv-cu130}
+if ! "$cuda_venv/bin/python" -c "import torch, kernels; assert torch.version.cuda" 2>/dev/null; then
+  echo "+ python3 -m venv $cuda_venv && pip install torch==2.14.1 (CUDA 13.0)"
+  python3 -m venv "$cuda_venv"
+  "$cuda_venv/bin/python" -m pip install -q torch==2.14.1
+  "$cuda_venv/bin/python" -m pip install -q -e . kernels numpy
+fi
 # taplo (the engine of Even Better TOML): the JSON Schema tests run it on build.toml files.
 command -v taplo >/dev/null 2>&1 || npm install -g --silent @taplo/cli@0.7.0 >/dev/null
 

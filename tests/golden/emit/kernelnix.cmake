@@ -2,7 +2,8 @@
 # This file holds no value from build.toml; CMakeLists.txt next to it does,
 # each one a bracket argument.
 
-# TORCH_DIR, TORCH_VERSION, TORCH_CUDA, TORCH_HIP, TORCH_XPU, TORCH_PYTHON_INCLUDE:
+# TORCH_DIR, TORCH_VERSION, TORCH_CUDA, TORCH_HIP, TORCH_XPU, TORCH_PYTHON_INCLUDE,
+# TORCH_CUDA_WHEEL_INCLUDE (a list):
 # asked from the build's Python interpreter without importing torch (fast).
 function(kernelnix_probe_torch)
   execute_process(
@@ -20,6 +21,16 @@ function(kernelnix_probe_torch)
     string(REPLACE "-" "_" name "${name}")
     set(TORCH_${name} "${value}" PARENT_SCOPE)
   endforeach()
+  set(wheel_includes "")
+  string(JSON count LENGTH "${probe}" cuda-wheel-include)
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(index RANGE ${last})
+      string(JSON path GET "${probe}" cuda-wheel-include ${index})
+      list(APPEND wheel_includes "${path}")
+    endforeach()
+  endif()
+  set(TORCH_CUDA_WHEEL_INCLUDE "${wheel_includes}" PARENT_SCOPE)
 endfunction()
 
 # `major.minor` of a version string ("2.13.0+cpu" -> "2.13").
@@ -97,6 +108,10 @@ function(kernelnix_torch_target ops_id backend stable_abi_hex)
   target_compile_options(kernelnix_torch INTERFACE
     "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-fno-gnu-unique>"
     "$<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<CXX_COMPILER_ID:GNU>>:-Xcompiler=-fno-gnu-unique>")
+  if(backend STREQUAL "cuda" AND TORCH_CUDA_WHEEL_INCLUDE)
+    # After the toolkit's own headers: the pip CUDA libraries' (cuBLAS, cuSPARSE...).
+    target_include_directories(kernelnix_torch SYSTEM AFTER INTERFACE ${TORCH_CUDA_WHEEL_INCLUDE})
+  endif()
   if(backend STREQUAL "cuda" AND NOT TORCH_CUDA)
     # A CPU Torch lacks c10's generated CUDA config header (compile-only check).
     target_compile_definitions(kernelnix_torch INTERFACE C10_CUDA_NO_CMAKE_CONFIGURE_FILE)

@@ -1,0 +1,177 @@
+"""CUDA variants built for real against a CUDA build of Torch (2.14.1, CUDA 13.0,
+from PyPI) with /usr/local/cuda's nvcc, on this GPU-less machine: `kernelnix build
+--local` and `nix build .#<variant>` (host toolchain) of examples/fused-scale, a
+multi-file kernel on ATen's CUDA stream API (whose headers include cuSPARSE's, which
+only the Torch wheel's `nvidia-*` packages carry). Each build passes the post-build
+checks and loads through `kernels.get_local_kernel`: the ops are registered in the
+variant's namespace with their schemas and a CUDA kernel; cuobjdump lists exactly the
+planned archs. Calling the ops needs a GPU: nothing runs them.
+
+The CUDA Torch lives in its own virtual environment, made by scripts/setup.sh
+(`KERNELNIX_CUDA_VENV`, default `.venv-cu130` in the checkout). CI must have it: there
+the tests fail without it instead of skipping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from nix_projects import clone_worktree, git, nix, nix_environment
+from paths import EXAMPLES, ROOT
+
+from kernelnix.config import load_config
+from kernelnix.plan.build import PlanOptions, build_plan
+
+NVCC = Path("/usr/local/cuda/bin/nvcc")
+VARIANT = "torch214-cxx11-cu130-x86_64-linux"
+VENV = Path(os.environ.get("KERNELNIX_CUDA_VENV", ROOT / ".venv-cu130"))
+
+pytestmark = [pytest.mark.slow]
+
+
+@dataclass(frozen=True)
+class CudaTorch:
+    python: Path
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def cuda_torch() -> CudaTorch:
+    python = VENV / "bin" / "python"
+    missing = [str(p) for p in (python, NVCC) if not p.exists()]
+    if missing:
+        reason = f"no CUDA Torch environment or nvcc ({', '.join(missing)}); scripts/setup.sh"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs them: {reason}")
+        pytest.skip(reason)
+    env = {
+        **os.environ,
+        "PATH": f"{python.parent}{os.pathsep}{NVCC.parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT),
+        "HF_HUB_OFFLINE": "1",
+    }
+    return CudaTorch(python, env)
+
+
+def planned_archs() -> list[str]:
+    plan = build_plan(
+        load_config(EXAMPLES / "fused-scale"),
+        PlanOptions(systems=("x86_64-linux",), unique_id="archs1"),
+    )
+    archs = plan.variants["x86_64-linux"][VARIANT].archs
+    assert archs == ["8.0", "9.0a"]
+    return archs
+
+
+def cuobjdump_archs(library: Path) -> list[str]:
+    """The cubin archs cuobjdump lists (the nvidia-cuda-cuobjdump wheel's tool)."""
+    found = sorted(
+        Path(p)
+        for p in subprocess.run(
+            ["python3", "-c", "import nvidia, sys; print(*nvidia.__path__, sep='\\n')"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    )
+    tools = [t for root in found for t in sorted(root.glob("*/bin/cuobjdump"))]
+    assert tools, "cuobjdump is not installed (pip install nvidia-cuda-cuobjdump)"
+    listed = subprocess.run(
+        [tools[0], "--list-elf", library], capture_output=True, text=True, check=True
+    ).stdout
+    return sorted(
+        {f"{m[0]}.{m[1]}{m[2]}" for m in re.findall(r"\.sm_(\d+?)(\d)(a?)\.cubin", listed)}
+    )
+
+
+LOAD = """
+import json, sys, torch
+from pathlib import Path
+from kernels import get_local_kernel
+bundle = Path(sys.argv[1])
+kernel = get_local_kernel(bundle)
+variant = bundle / sys.argv[2]
+namespace = json.loads((variant / "metadata.json").read_text())["id"]
+ops = getattr(torch.ops, namespace)
+report = {"module": kernel.__name__, "namespace": namespace, "torch-cuda": torch.version.cuda}
+for name in ("scale_add", "sum_squares"):
+    op = getattr(ops, name).default
+    report[name] = {
+        "schema": str(op._schema),
+        "cuda": torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CUDA"),
+        "cpu": torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CPU"),
+    }
+print(json.dumps(report))
+"""
+
+
+def check_variant(cuda_torch: CudaTorch, bundle: Path) -> None:
+    """Load `bundle` with kernels in the CUDA Torch environment, and check the library."""
+    done = subprocess.run(
+        [cuda_torch.python, "-c", LOAD, bundle, VARIANT],
+        capture_output=True,
+        text=True,
+        env=cuda_torch.env,
+        cwd=bundle.parent,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    namespace = report["namespace"]
+    assert report["module"] == namespace and namespace.startswith("_fused_scale_cuda_")
+    assert report["torch-cuda"] == "13.0"
+    signature = "scale_add(Tensor($0! -> ) out, Tensor x, Tensor y, float alpha) -> ()"
+    assert report["scale_add"] == {
+        "schema": f"{namespace}::{signature}",
+        "cuda": True,
+        "cpu": False,
+    }
+    assert report["sum_squares"]["schema"] == f"{namespace}::sum_squares(Tensor x) -> Tensor"
+    assert report["sum_squares"]["cuda"] is True
+    (library,) = (bundle / VARIANT).glob("*.so")
+    assert cuobjdump_archs(library) == planned_archs()
+    needed = subprocess.run(["readelf", "-d", library], capture_output=True, text=True).stdout
+    # libtorch_cuda is linked too; the linker keeps only the libraries the code uses.
+    for name in ("libc10_cuda.so", "libcudart.so.13", "libtorch_cpu.so"):
+        assert name in needed
+
+
+def test_build_local_against_the_cuda_torch(cuda_torch: CudaTorch, tmp_path: Path) -> None:
+    project = tmp_path / "fused-scale"
+    shutil.copytree(EXAMPLES / "fused-scale", project)
+    done = subprocess.run(
+        [cuda_torch.python, "-m", "kernelnix", "build", "--local", str(project),
+         "--variant", VARIANT, "--no-progress"],
+        capture_output=True, text=True, env=cuda_torch.env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"ok    {VARIANT}: no violations" in done.stdout + done.stderr
+    check_variant(cuda_torch, project / "build")
+
+
+def test_nix_build_with_the_host_toolchain(cuda_torch: CudaTorch, tmp_path: Path) -> None:
+    url = clone_worktree(tmp_path / "kernelnix")
+    env = {**nix_environment(tmp_path / "registry.json", url), **cuda_torch.env}
+    project = tmp_path / "fused-scale"
+    shutil.copytree(EXAMPLES / "fused-scale", project)
+    # The host record names the CUDA Torch environment: the flake builds with it.
+    subprocess.run(
+        [cuda_torch.python, "-m", "kernelnix", "generate", str(project), "--kernelnix-url", url],
+        check=True, capture_output=True, env=env,
+    )  # fmt: skip
+    record = json.loads((project / "kernelnix-host.json").read_text())
+    assert VARIANT not in record["not-buildable"]
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    nix(project, env, "build", f".#{VARIANT}", "--out-link", "result")
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / VARIANT).symlink_to((project / "result" / VARIANT).resolve())
+    check_variant(cuda_torch, bundle)
