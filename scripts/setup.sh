@@ -41,11 +41,12 @@ python3 -m pip install -q nvidia-cuda-cuobjdump 2>/dev/null || true
 # this machine's disk), in which tests build and load CUDA variants with
 # /usr/local/cuda's nvcc (tests/e2e/test_cuda_torch.py). Torch first, then the rest.
 cuda_venv=${KERNELNIX_CUDA_VENV:-$PWD/.venv-cu130}
-if ! "$cuda_venv/bin/python" -c "import torch, kernels; assert torch.version.cuda" 2>/dev/null; then
+# nvidia-cutlass carries CUTLASS 3.8's headers (examples/cute-scale's `cutlass_3_8`).
+if ! "$cuda_venv/bin/python" -c "import torch, kernels, cutlass_library; assert torch.version.cuda" 2>/dev/null; then
   echo "+ python3 -m venv $cuda_venv && pip install torch==2.14.1 (CUDA 13.0)"
   python3 -m venv "$cuda_venv"
   "$cuda_venv/bin/python" -m pip install -q torch==2.14.1
-  "$cuda_venv/bin/python" -m pip install -q -e . kernels numpy
+  "$cuda_venv/bin/python" -m pip install -q -e . kernels numpy nvidia-cutlass==3.8.0.0
 fi
 # taplo (the engine of Even Better TOML): the JSON Schema tests run it on build.toml files.
 command -v taplo >/dev/null 2>&1 || npm install -g --silent @taplo/cli@0.7.0 >/dev/null

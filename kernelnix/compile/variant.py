@@ -23,6 +23,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from kernelnix.checks import DEFAULT_POLICY, CheckOptions, render_reports, run_checks
+from kernelnix.compile.dependencies import dependency_definitions
 from kernelnix.compile.gpu_archs import ArchsUnknown, compiled_archs
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.fileio import replacing_dir
@@ -87,10 +88,13 @@ def metadata_text(variant: PlanVariant, toolchain: str, redistributable: bool) -
     return Metadata.validate(data).to_json_text()
 
 
-def _cmake_definitions(variant: PlanVariant, source_dir: Path, jobs: int | None) -> list[str]:
+def _cmake_definitions(
+    plan: Plan, variant: PlanVariant, source_dir: Path, jobs: int | None
+) -> list[str]:
     definitions = [
         f"-DKERNEL_SOURCE_DIR={source_dir.resolve()}",
         f"-DPython_EXECUTABLE={sys.executable}",
+        *dependency_definitions(plan, variant),
     ]
     backend = variant.backend
     if backend in ("cuda", "xpu"):
@@ -132,7 +136,7 @@ def _compiled(
     with _work_dir(work_dir) as work:
         project, build = work / "project", work / "build"
         write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
-        definitions = _cmake_definitions(variant, source_dir, jobs)
+        definitions = _cmake_definitions(plan, variant, source_dir, jobs)
         run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
         run_command(["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])])
         yield build

@@ -23,6 +23,7 @@ from kernelnix.core.diagnostics import Diagnostic, UserError, format_key_path
 from kernelnix.core.version import Version
 from kernelnix.emit.escape import cmake_problem
 from kernelnix.emit.render import render
+from kernelnix.plan.dependencies import kernel_header_dependencies
 from kernelnix.plan.ids import check_unique_id
 from kernelnix.plan.model import KernelCompile, Plan, PlanKernel, PlanModel, PlanVariant
 
@@ -38,6 +39,7 @@ class Component:
     target: str
     sources: list[str]
     includes: list[str] = field(default_factory=list)
+    dependencies: list[str] = field(default_factory=list)  # header dependencies (CUTLASS)
     groups: list[dict[str, list[str]]] = field(default_factory=list)
     languages: dict[str, list[str]] = field(default_factory=dict)
 
@@ -69,7 +71,7 @@ def _suffix(source: str) -> str:
 def _kernel_component(kernel: PlanKernel, compile: KernelCompile, target: str) -> Component:
     sources = list(kernel.src)
     includes = [*kernel.include, *(i for d in compile.dependencies for i in d.include)]
-    component = Component(target, sources, includes)
+    component = Component(target, sources, includes, kernel_header_dependencies(kernel.depends))
     gpu = [s for s in sources if _suffix(s) in (".cu", ".hip")]
     component.add_group([s for s in sources if _suffix(s) in CXX_SUFFIXES], compile.cxx_flags)
     component.add_group([s for s in sources if _suffix(s) == ".mm"], compile.cxx_flags)

@@ -175,3 +175,41 @@ def test_nix_build_with_the_host_toolchain(cuda_torch: CudaTorch, tmp_path: Path
     bundle.mkdir()
     (bundle / VARIANT).symlink_to((project / "result" / VARIANT).resolve())
     check_variant(cuda_torch, bundle)
+
+
+def build_cute_scale(
+    cuda_torch: CudaTorch, project: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    shutil.copytree(EXAMPLES / "cute-scale", project)
+    return subprocess.run(
+        [cuda_torch.python, "-m", "kernelnix", "build", "--local", str(project),
+         "--variant", VARIANT, "--no-progress"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+
+
+def test_cutlass_headers_come_from_the_environment(cuda_torch: CudaTorch, tmp_path: Path) -> None:
+    """examples/cute-scale (CuTe, `depends = ["torch", "cutlass_3_8"]`) compiles against
+    the headers of the nvidia-cutlass wheel of the build's Python."""
+    env = {k: v for k, v in cuda_torch.env.items() if not k.startswith("KERNELNIX_DEP_")}
+    done = build_cute_scale(cuda_torch, tmp_path / "cute-scale", env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "dependency cutlass_3_8: CUTLASS 3.8" in done.stdout
+    assert "(the nvidia-cutlass package of" in done.stdout
+    (library,) = (tmp_path / "cute-scale" / "build" / VARIANT).glob("*.so")
+    assert cuobjdump_archs(library) == ["9.0"]
+
+
+def test_a_dependency_that_is_not_there_is_a_clear_error(
+    cuda_torch: CudaTorch, tmp_path: Path
+) -> None:
+    empty = tmp_path / "no-cutlass"
+    empty.mkdir()
+    env = {**cuda_torch.env, "KERNELNIX_DEP_CUTLASS_3_8": str(empty)}
+    done = build_cute_scale(cuda_torch, tmp_path / "cute-scale", env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"dependency CUTLASS 3.8 (`cutlass_3_8`): {empty} (from KERNELNIX_DEP_CUTLASS_3_8)" in (
+        done.stderr
+    )
+    assert "pip install 'nvidia-cutlass==3.8.*'" in done.stderr

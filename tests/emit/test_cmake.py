@@ -110,6 +110,8 @@ def test_stable_abi_target_version() -> None:
         ("relu", "torch213-cxx11-rocm72-x86_64-linux", "relu-rocm72"),
         ("relu-stable-abi", "torch-stable-abi212-cpu-x86_64-linux", "relu-stable-abi-cpu"),
         ("multi-kernel", "torch213-cxx11-cpu-x86_64-linux", "multi-kernel-cpu"),
+        ("cute-scale", "torch214-cxx11-cu130-x86_64-linux", "cute-scale-cu130"),
+        ("fused-scale", "torch214-cxx11-cu130-x86_64-linux", "fused-scale-cu130"),
     ],
 )
 def test_cmake_project_golden(example: str, variant: str, golden_name: str, golden: Any) -> None:

@@ -156,6 +156,19 @@ function(kernelnix_component_includes target)
   target_include_directories(${target} PRIVATE ${includes})
 endfunction()
 
+# A header dependency of a component (build.toml `depends`: CUTLASS, ...): the
+# include directory the build step found for it, KERNELNIX_DEP_<name>
+# (kernelnix.compile.dependencies), after the component's own.
+function(kernelnix_component_dependency target name)
+  set(include "${KERNELNIX_DEP_${name}}")
+  if(NOT EXISTS "${include}")
+    message(FATAL_ERROR
+      "kernelnix: ${target} depends on ${name}, but no include directory was given for it: "
+      "configure with -DKERNELNIX_DEP_${name}=<dir> (kernelnix's build step finds it)")
+  endif()
+  target_include_directories(${target} SYSTEM PRIVATE "${include}")
+endfunction()
+
 # Compile options of some of a component's sources (one language's).
 # The options are one list: each element reaches the compiler as one argument.
 function(kernelnix_source_options options)

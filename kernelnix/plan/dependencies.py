@@ -1,0 +1,55 @@
+"""What a kernel's `depends` give its sources: header-only libraries (CUTLASS), each
+with the release it names, from kernelnix/data/dependencies.json.
+
+The plan says which dependency a kernel needs; where its headers are on a machine
+is the build's business (kernelnix.compile.dependencies), so the plan stays the
+same everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from kernelnix.core.version import Version
+
+
+@dataclass(frozen=True)
+class HeaderDependency:
+    """A `depends` entry that puts an include directory on a kernel's sources."""
+
+    key: str  # the name in build.toml: cutlass_3_8
+    name: str  # CUTLASS
+    version: Version  # the release kernel-builder pins: 3.8.0
+    header: str  # cutlass/version.h: proves the directory and holds the version
+    python_package: str | None  # cutlass_library: where a pip package ships the headers
+    python_include: str | None  # source/include, under that package
+    wheel: str | None  # nvidia-cutlass: that package on PyPI
+
+    def describe(self) -> str:
+        return f"{self.name} {self.version.major_minor()} (`{self.key}`)"
+
+
+@cache
+def header_dependencies() -> dict[str, HeaderDependency]:
+    text = resources.files("kernelnix.data").joinpath("dependencies.json").read_text()
+    return {
+        key: HeaderDependency(
+            key=key,
+            name=entry["name"],
+            version=Version.parse(entry["version"]),
+            header=entry["header"],
+            python_package=entry.get("python-package"),
+            python_include=entry.get("python-include"),
+            wheel=entry.get("wheel"),
+        )
+        for key, entry in json.loads(text)["dependencies"].items()
+    }
+
+
+def kernel_header_dependencies(depends: list[str]) -> list[str]:
+    """The entries of a kernel's `depends` that give it headers, in their order."""
+    known = header_dependencies()
+    return [name for name in depends if name in known]
