@@ -12,6 +12,7 @@ from kernelnix.compile import BuildError, build_variant
 from kernelnix.compile.develop import create_pyproject
 from kernelnix.compile.local import build_planned
 from kernelnix.compile.nix import NixOptions
+from kernelnix.compile.variant import parse_cuda_archs, with_cuda_archs
 from kernelnix.core.diagnostics import UserError, display_path
 from kernelnix.host.system import current_system
 from kernelnix.plan.build import PlanOptions, plan_directory
@@ -20,6 +21,12 @@ from kernelnix.variants.matrix import TOOLCHAINS
 
 JOBS_OPTION = click.option(
     "-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs (default: Ninja's)."
+)
+CUDA_ARCHS_OPTION = click.option(
+    "--cuda-archs",
+    metavar="ARCHS",
+    help="A development build: CUDA kernels only for these of their archs "
+    "(`9.0`, `8.0,9.0a`; `native`: the visible GPUs'). Not publishable.",
 )
 UNIQUE_ID_OPTION = click.option(
     "--unique-id",
@@ -39,6 +46,7 @@ reports_build_errors = exits_on(BuildError, "build failed: ")
 @click.option("--variant", metavar="NAME", help="Build only this variant.")
 @UNIQUE_ID_OPTION
 @JOBS_OPTION
+@CUDA_ARCHS_OPTION
 @click.option(
     "--no-progress",
     is_flag=True,
@@ -53,6 +61,7 @@ def build_command(
     variant: str | None,
     unique_id: str | None,
     jobs: int | None,
+    cuda_archs: str | None,
     no_progress: bool,
     nix: NixOptions,
 ) -> None:
@@ -71,10 +80,17 @@ def build_command(
     Examples:
       kernelnix build --local examples/relu
       kernelnix build --local examples/relu --variant torch213-cxx11-cpu-x86_64-linux
+      kernelnix build --local --cuda-archs 9.0 examples/relu
       kernelnix build examples/relu
       kernelnix build -L --max-jobs 2 --cores 8 examples/relu
     """
     if not local:
+        if cuda_archs is not None:
+            raise UserError.single(
+                "--cuda-archs applies to --local builds (a development build)",
+                key="--cuda-archs",
+                fix="add --local",
+            )
         from kernelnix.compile.nix import build_with_nix, nix_build_options
 
         options = nix_build_options(nix, jobs)
@@ -87,6 +103,8 @@ def build_command(
         )
     here = PlanOptions(systems=(current_system(),), unique_id=unique_id)
     loaded, plan = plan_directory(directory, here)
+    if cuda_archs is not None:
+        plan = with_cuda_archs(plan, parse_cuda_archs(cuda_archs))
     print_warnings(loaded.warnings)  # before the build, not after minutes of it
     result = build_planned(plan, directory, variant, jobs, progress=not no_progress)
     for name, reason in result.skipped.items():
@@ -137,6 +155,7 @@ def build_command(
     help="Skip the import through `kernels` (a flake's doGetKernelCheck = false).",
 )
 @JOBS_OPTION
+@CUDA_ARCHS_OPTION
 @click.option(
     "--work-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -156,6 +175,7 @@ def build_variant_command(
     redistributable: bool,
     no_import_check: bool,
     jobs: int | None,
+    cuda_archs: str | None,
     work_dir: Path | None,
 ) -> None:
     """Build one variant of a plan into OUT/NAME/ (the step a Nix derivation runs).
@@ -166,6 +186,8 @@ def build_variant_command(
         --variant torch213-cxx11-cpu-x86_64-linux --source . --out "$out"
     """
     plan = read_plan(plan_path)
+    if cuda_archs is not None:
+        plan = with_cuda_archs(plan, parse_cuda_archs(cuda_archs))
     built = build_variant(
         plan,
         system or current_system(),

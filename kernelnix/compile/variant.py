@@ -25,11 +25,12 @@ from pathlib import Path
 from kernelnix.checks import DEFAULT_POLICY, CheckOptions, render_reports, run_checks
 from kernelnix.compile.dependencies import dependency_definitions
 from kernelnix.compile.gpu_archs import ArchsUnknown, compiled_archs
-from kernelnix.core.diagnostics import UserError
+from kernelnix.core.diagnostics import Diagnostic, UserError
 from kernelnix.core.fileio import replacing_dir
 from kernelnix.core.process import run_shown
 from kernelnix.emit.cmake import cmake_project, noarch_ops_py, write_project
 from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
+from kernelnix.plan.flags import cuda_gencode
 from kernelnix.plan.ids import check_unique_id
 from kernelnix.plan.metadata import BuildProvenance, Metadata
 from kernelnix.plan.model import KernelGitState, Plan, PlanVariant
@@ -52,6 +53,101 @@ def with_unique_id(plan: Plan, unique: str) -> Plan:
         return plan.with_unique_id(check_unique_id(unique.replace("-", "_")))
     except ValueError as exc:
         raise UserError.single(str(exc), key="--unique-id") from None
+
+
+_CAPABILITY = re.compile(r"(?P<base>\d+\.\d+)[af]?(\+PTX)?")
+
+
+def parse_cuda_archs(text: str) -> list[str]:
+    """`--cuda-archs`: comma-separated capabilities, or `native`: the visible GPUs'."""
+    if text.strip() == "native":
+        return visible_cuda_archs()
+    archs = [arch.strip() for arch in text.split(",") if arch.strip()]
+    if not archs or not all(_CAPABILITY.fullmatch(arch) for arch in archs):
+        raise UserError.single(
+            f"invalid --cuda-archs {text!r}",
+            key="--cuda-archs",
+            fix="give CUDA capabilities, comma-separated (9.0 or 8.0,9.0a), or native",
+        )
+    return archs
+
+
+def visible_cuda_archs() -> list[str]:
+    """The capabilities of the CUDA GPUs Torch sees; a UserError when it sees none."""
+    try:
+        import torch
+    except ImportError:
+        torch = None  # type: ignore[assignment]
+    if torch is None or not torch.cuda.is_available():
+        raise UserError.single(
+            "--cuda-archs native: no CUDA GPU is visible to this Python's Torch",
+            key="--cuda-archs",
+            fix="name the archs instead, e.g. --cuda-archs 9.0",
+        )
+    return sorted(
+        {
+            "{}.{}".format(*torch.cuda.get_device_capability(i))
+            for i in range(torch.cuda.device_count())
+        }
+    )
+
+
+def _arch_base(arch: str) -> str:
+    match = _CAPABILITY.fullmatch(arch)
+    return match["base"] if match else arch
+
+
+def with_cuda_archs(plan: Plan, requested: list[str]) -> Plan:
+    """`plan` as a development build: every CUDA kernel compiled only for those of its
+    planned archs that the requested ones name (`9.0` picks a planned `9.0a` or
+    `9.0+PTX` too). A kernel planned for none of them is a UserError naming its archs."""
+    wanted = {_arch_base(arch) for arch in requested}
+    unmatched: dict[str, list[str]] = {}
+
+    def restrict(variant: PlanVariant) -> PlanVariant:
+        if variant.backend != "cuda" or variant.kind not in ("arch", "stable-abi"):
+            return variant
+        kernels: dict[str, list[str] | None] = {}
+        compiled = {}
+        for name, archs in variant.kernels.items():
+            planned = archs or []
+            chosen = [a for a in planned if _arch_base(a) in wanted]
+            if not chosen:
+                unmatched[name] = planned
+                chosen = planned
+            kernels[name] = chosen
+            flags = variant.compile[name].gpu_flags
+            gencode = cuda_gencode(planned)  # the plan puts them first (kernelnix.plan.flags)
+            assert flags[: len(gencode)] == gencode, flags
+            compiled[name] = variant.compile[name].model_copy(
+                update={"gpu_flags": cuda_gencode(chosen) + flags[len(gencode) :]}
+            )
+        union = sorted({a for archs in kernels.values() for a in archs or []})
+        backend = {**variant.metadata["backend"], "archs": union}
+        return variant.model_copy(
+            update={
+                "kernels": kernels,
+                "compile": compiled,
+                "archs": union,
+                "metadata": {**variant.metadata, "backend": backend},
+                "development_archs": sorted(set(requested)),
+            }
+        )
+
+    restricted = plan.with_variants(restrict)
+    if unmatched:
+        raise UserError(
+            [
+                Diagnostic(
+                    f"kernel {name!r} is built for {', '.join(archs)}; none of them is in "
+                    f"--cuda-archs {','.join(requested)}",
+                    key="--cuda-archs",
+                    fix=f"pick some of {', '.join(archs)}",
+                )
+                for name, archs in unmatched.items()
+            ]
+        )
+    return restricted
 
 
 _REVISION = re.compile(r"(?P<commit>[0-9a-f]{7,40})(?P<dirty>-dirty)?")
@@ -83,7 +179,9 @@ def metadata_text(variant: PlanVariant, toolchain: str, redistributable: bool) -
     data = copy.deepcopy(variant.metadata)
     provenance = data.setdefault("provenance", {"kernel-builder": {"version": "unknown"}})
     provenance["kernelnix"] = BuildProvenance(
-        toolchain=toolchain, redistributable=redistributable
+        toolchain=toolchain,
+        redistributable=redistributable,
+        development_archs=variant.development_archs,
     ).to_data()
     return Metadata.validate(data).to_json_text()
 

@@ -165,6 +165,7 @@ def _plan_variant(
         archs=archs,
         macos_deployment_target=str(macos) if macos else None,
         metadata=json.loads(metadata.to_json_text()),
+        development_archs=None,
     )
 
 

@@ -61,6 +61,9 @@ class BuildProvenance(Record):
 
     toolchain: str
     redistributable: bool
+    development_archs: list[str] | None = Field(
+        None, description="A development build's archs (`--cuda-archs`): not publishable."
+    )
 
 
 class Provenance(Record):

@@ -163,6 +163,11 @@ class PlanVariant(PlanModel):
         description="Its `metadata.json`, before the build adds provenance and digest "
         "(checked by kernelnix.plan.metadata when written)."
     )
+    development_archs: list[str] | None = Field(
+        None,
+        description="Only in a development build (`--cuda-archs`): the archs its CUDA "
+        "kernels were restricted to. metadata.json records them; `upload` refuses it.",
+    )
 
 
 class Plan(PlanModel):
@@ -225,7 +230,8 @@ class Plan(PlanModel):
             )
         return variants[name]
 
-    def _with_variants(self, rebase: Callable[[PlanVariant], PlanVariant], **update: Any) -> Plan:
+    def with_variants(self, rebase: Callable[[PlanVariant], PlanVariant], **update: Any) -> Plan:
+        """The plan with every variant passed through `rebase` (and `update` applied)."""
         variants = {
             system: {name: rebase(variant) for name, variant in entries.items()}
             for system, entries in self.variants.items()
@@ -240,7 +246,7 @@ class Plan(PlanModel):
             metadata = {**variant.metadata, "id": kernel_id}
             return variant.model_copy(update={"ops_id": kernel_id, "metadata": metadata})
 
-        return self._with_variants(rebase, unique_id=unique)
+        return self.with_variants(rebase, unique_id=unique)
 
     def with_kernel_git(self, kernel: KernelGitState | None) -> Plan:
         """The plan with another kernel git state, in every variant's provenance too."""
@@ -253,7 +259,7 @@ class Plan(PlanModel):
             metadata = {**variant.metadata, "provenance": provenance}
             return variant.model_copy(update={"metadata": metadata})
 
-        return self._with_variants(rebase, kernel_git=kernel)
+        return self.with_variants(rebase, kernel_git=kernel)
 
 
 # Pydantic's messages for a key that is missing or not the plan's, in the CLI's words.

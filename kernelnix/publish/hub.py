@@ -204,6 +204,21 @@ def _not_redistributable(metadata: VariantMetadata) -> list[Diagnostic]:
     ]
 
 
+def _development_build(metadata: VariantMetadata) -> list[Diagnostic]:
+    own = metadata.model.provenance.kernelnix if metadata.model.provenance else None
+    if own is None or not own.development_archs:
+        return []
+    return [
+        Diagnostic(
+            f"a development build for CUDA archs {', '.join(own.development_archs)} only "
+            "(--cuda-archs): it lacks the other archs the variant is published with",
+            file=display_path(metadata.path),
+            key="provenance.kernelnix.development-archs",
+            fix="rebuild without --cuda-archs",
+        )
+    ]
+
+
 def _refusals(variant: Path, metadata: VariantMetadata, options: CheckOptions) -> list[Diagnostic]:
     """Why `variant` must not be published; [] when it may."""
     return [
@@ -211,6 +226,7 @@ def _refusals(variant: Path, metadata: VariantMetadata, options: CheckOptions) -
         *_stale_digest(metadata),
         *_loader_objection(metadata),
         *_not_redistributable(metadata),
+        *_development_build(metadata),
     ]
 
 

@@ -213,3 +213,39 @@ def test_a_dependency_that_is_not_there_is_a_clear_error(
         done.stderr
     )
     assert "pip install 'nvidia-cutlass==3.8.*'" in done.stderr
+
+
+def test_a_development_build_has_the_chosen_archs_only_and_is_not_uploaded(
+    cuda_torch: CudaTorch, tmp_path: Path
+) -> None:
+    """`--cuda-archs 9.0`: fused-scale's kernels are planned for 8.0 and 9.0a; the
+    build compiles 9.0a only, records it, loads, and `upload` refuses it."""
+    project = tmp_path / "fused-scale"
+    shutil.copytree(EXAMPLES / "fused-scale", project)
+    done = subprocess.run(
+        [cuda_torch.python, "-m", "kernelnix", "build", "--local", str(project),
+         "--variant", VARIANT, "--cuda-archs", "9.0", "--no-progress"],
+        capture_output=True, text=True, env=cuda_torch.env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    variant = project / "build" / VARIANT
+    metadata = json.loads((variant / "metadata.json").read_text())
+    assert metadata["backend"] == {"type": "cuda", "archs": ["9.0a"]}
+    assert metadata["provenance"]["kernelnix"]["development-archs"] == ["9.0"]
+    (library,) = variant.glob("*.so")
+    assert cuobjdump_archs(library) == ["9.0a"]
+    loaded = subprocess.run(
+        [cuda_torch.python, "-c", LOAD, project / "build", VARIANT],
+        capture_output=True, text=True, env=cuda_torch.env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert loaded.returncode == 0, loaded.stderr
+    refused = subprocess.run(
+        [cuda_torch.python, "-m", "kernelnix", "upload", "--dry-run", str(project)],
+        capture_output=True, text=True, check=False,
+        env={**cuda_torch.env, "HF_ENDPOINT": "http://127.0.0.1:9"},
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "provenance.kernelnix.development-archs: a development build for CUDA archs 9.0" in (
+        refused.stderr
+    )
+    assert "rebuild without --cuda-archs" in refused.stderr
