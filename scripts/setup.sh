@@ -15,6 +15,8 @@ command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
 command -v patchelf >/dev/null 2>&1 || need_apt+=(patchelf)
 # elvish: the completion tests run its script in a real elvish session.
 command -v elvish >/dev/null 2>&1 || need_apt+=(elvish)
+# hipcc: the tests compile hipified device code with it (no ROCm Torch can be had here).
+command -v hipcc >/dev/null 2>&1 || need_apt+=(hipcc)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "+ apt-get install -y ${need_apt[*]}"
   $SUDO apt-get update -qq

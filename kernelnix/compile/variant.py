@@ -25,6 +25,12 @@ from pathlib import Path
 from kernelnix.checks import DEFAULT_POLICY, CheckOptions, render_reports, run_checks
 from kernelnix.compile.dependencies import dependency_definitions
 from kernelnix.compile.gpu_archs import ArchsUnknown, compiled_archs
+from kernelnix.compile.hipify import (
+    CUDA_SUFFIXES,
+    hipify_tree,
+    needs_hipify,
+    with_hipified_sources,
+)
 from kernelnix.core.diagnostics import Diagnostic, UserError
 from kernelnix.core.fileio import replacing_dir
 from kernelnix.core.process import run_shown
@@ -233,6 +239,13 @@ def _compiled(
     variant = plan.variant(system, name)
     with _work_dir(work_dir) as work:
         project, build = work / "project", work / "build"
+        if needs_hipify(plan, variant):
+            sources = [
+                s for k in variant.compile for s in plan.kernels[k].src if s.endswith(CUDA_SUFFIXES)
+            ]
+            print(f"hipify {', '.join(sources)} (torch.utils.hipify)", flush=True)
+            plan = with_hipified_sources(plan, hipify_tree(source_dir, work / "hipified", sources))
+            source_dir = work / "hipified"
         write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
         definitions = _cmake_definitions(plan, variant, source_dir, jobs)
         run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])

@@ -169,6 +169,14 @@ class PlanVariant(PlanModel):
         "kernels were restricted to. metadata.json records them; `upload` refuses it.",
     )
 
+    @model_serializer(mode="wrap")
+    def _without_development_archs(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Absent from every plan kernelnix writes; only a development build sets it.
+        data: dict[str, Any] = handler(self)
+        if self.development_archs is None:
+            data.pop("development-archs", data.pop("development_archs", None))
+        return data
+
 
 class Plan(PlanModel):
     schema_version: int = Field(description="`1`. Bumped on any incompatible change.")

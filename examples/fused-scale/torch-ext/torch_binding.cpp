@@ -9,7 +9,7 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
 #if defined(CPU_KERNEL)
   ops.impl("scale_add", torch::kCPU, &scale_add);
   ops.impl("sum_squares", torch::kCPU, &sum_squares);
-#elif defined(CUDA_KERNEL)
+#elif defined(CUDA_KERNEL) || defined(ROCM_KERNEL)
   ops.impl("scale_add", torch::kCUDA, &scale_add);
   ops.impl("sum_squares", torch::kCUDA, &sum_squares);
 #endif
