@@ -78,6 +78,7 @@ COMMAND_MODULES = {
     "update-build": "config",
     "list-variants": "plan",
     "plan": "plan",
+    "host-record": "plan",
     "check": "check",
     "check-abi": "check",
     "check-builds": "check",
@@ -131,6 +132,8 @@ COMMAND_SUMMARIES = {
     "stdout.",
     "generate": "Write DIRECTORY's flake.nix, kernelnix-plan.json and kernelnix-host.json.",
     "hash": "Write the SHA-256 digest of every variant's files into its metadata.json.",
+    "host-record": "Write this machine's host record (kernelnix-host.json) for the variants of "
+    "PLAN.",
     "init": "Create a kernel project: build.toml, a sample kernel (out = in + 1), tests, a card "
     "template, the flake files; then `git init` and stage everything.",
     "list-variants": "List the build variants of DIRECTORY/build.toml, one per line.",

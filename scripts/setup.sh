@@ -17,6 +17,8 @@ command -v patchelf >/dev/null 2>&1 || need_apt+=(patchelf)
 command -v elvish >/dev/null 2>&1 || need_apt+=(elvish)
 # hipcc: the tests compile hipified device code with it (no ROCm Torch can be had here).
 command -v hipcc >/dev/null 2>&1 || need_apt+=(hipcc)
+# ccache: builds use it as the compiler launcher when installed (tests/compile/test_launcher.py).
+command -v ccache >/dev/null 2>&1 || need_apt+=(ccache)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "+ apt-get install -y ${need_apt[*]}"
   $SUDO apt-get update -qq

@@ -170,3 +170,34 @@ def plan_command(
         f"wrote {target}: {sum(len(s.variants) for s in plan.systems.values())} "
         f"variants over {len(plan.systems)} systems"
     )
+
+
+@main.command("host-record")
+@click.argument("plan_path", metavar="PLAN", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the record here (default: stdout).",
+)
+@reports_user_errors
+def host_record_command(plan_path: Path, output: Path | None) -> None:
+    """Write this machine's host record (kernelnix-host.json) for the variants of PLAN.
+
+    The host toolchain builds what the record says this Python, Torch and these
+    compilers can build. `kernelnix generate` writes it next to flake.nix; a flake
+    without one runs this command during evaluation.
+
+    \b
+    Examples:
+      kernelnix host-record kernelnix-plan.json
+      kernelnix host-record kernelnix-plan.json -o kernelnix-host.json
+    """
+    from kernelnix.host.record import host_json, probe_host
+    from kernelnix.plan.model import read_plan
+
+    text = host_json(probe_host(read_plan(plan_path)))
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_atomic(output, text)

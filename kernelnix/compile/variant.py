@@ -46,9 +46,9 @@ class BuildError(Exception):
     """A build that ran and failed (a compiler error, a failed check)."""
 
 
-def run_command(args: list[str]) -> None:
+def run_command(args: list[str], env: dict[str, str] | None = None) -> None:
     """Run a command, printing it first as `+ cmd`; BuildError when it fails."""
-    done = run_shown(args)
+    done = run_shown(args, env=env)
     if done.returncode != 0:
         raise BuildError(f"{Path(args[0]).name} exited with status {done.returncode}")
 
@@ -192,6 +192,39 @@ def metadata_text(variant: PlanVariant, toolchain: str, redistributable: bool) -
     return Metadata.validate(data).to_json_text()
 
 
+LAUNCHERS = ("sccache", "ccache")
+LAUNCHED_LANGUAGES = ("C", "CXX", "CUDA", "HIP", "OBJCXX")
+
+
+def compiler_launcher() -> str | None:
+    """The compiler cache the build uses: `KERNELNIX_COMPILER_LAUNCHER` (a program, or
+    `none`), else sccache or ccache when installed and the user's home is writable."""
+    chosen = os.environ.get("KERNELNIX_COMPILER_LAUNCHER")
+    if chosen is not None:
+        return None if chosen in ("", "none") else shutil.which(chosen) or chosen
+    # A cache needs a home to write to: a Nix build (HOME=/homeless-shelter) has none.
+    home = os.environ.get("HOME", "")
+    if not (os.path.isdir(home) and os.access(home, os.W_OK)):
+        return None
+    return next(filter(None, map(shutil.which, LAUNCHERS)), None)
+
+
+def _launcher_definitions() -> list[str]:
+    launcher = compiler_launcher()
+    if launcher is None:
+        return []
+    return [f"-DCMAKE_{language}_COMPILER_LAUNCHER={launcher}" for language in LAUNCHED_LANGUAGES]
+
+
+def _compile_environment(source_dir: Path) -> dict[str, str] | None:
+    """The compile's environment: ccache hashes paths under the kernel relative to it,
+    so that a fresh copy of the tree elsewhere hits the cache."""
+    launcher = compiler_launcher()
+    if launcher is None or Path(launcher).name != "ccache" or "CCACHE_BASEDIR" in os.environ:
+        return None
+    return {**os.environ, "CCACHE_BASEDIR": str(source_dir.resolve())}
+
+
 def _cmake_definitions(
     plan: Plan, variant: PlanVariant, source_dir: Path, jobs: int | None
 ) -> list[str]:
@@ -199,6 +232,7 @@ def _cmake_definitions(
         f"-DKERNEL_SOURCE_DIR={source_dir.resolve()}",
         f"-DPython_EXECUTABLE={sys.executable}",
         *dependency_definitions(plan, variant),
+        *_launcher_definitions(),
     ]
     backend = variant.backend
     if backend in ("cuda", "xpu"):
@@ -249,7 +283,10 @@ def _compiled(
         write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
         definitions = _cmake_definitions(plan, variant, source_dir, jobs)
         run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
-        run_command(["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])])
+        run_command(
+            ["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])],
+            env=_compile_environment(source_dir),
+        )
         yield build
 
 

@@ -3,10 +3,9 @@
 # machine can build, and marks them non-redistributable (`--toolchain host`).
 #
 # What this machine can build comes from kernelnix-host.json next to flake.nix,
-# written by `kernelnix generate` (kernelnix.host.record). Without it, the
-# toolchain assumes the CPU variants of the newest Torch in the plan and finds
-# python3 at build time (env.sh); a wrong guess fails the build with a
-# message that says to run `kernelnix generate`.
+# written by `kernelnix generate` (kernelnix.host.record). Without it, kernelnix
+# probes this machine during evaluation (`kernelnix host-record`, below) with the
+# python3 that env.sh finds.
 #
 # Interface shared by every toolchain (see docs/flake.md), each named in
 # matrix.json's `toolchains`:
@@ -49,28 +48,39 @@ let
       else
         throw "kernelnix: kernelnix-host.json has an unknown schema version; ${regenerate}";
 
-  # Without a record: the CPU variants of the newest Torch in the plan.
-  isCpu = v: v.backend == "cpu" && v.kind != "tvm-ffi";
-  newestCpuTorch =
+  # Without a record: this machine, probed by `kernelnix host-record` in a
+  # derivation (import from derivation) with the python3 that env.sh finds, for
+  # the plan's variants. Nix keeps the result until the plan or kernelnix
+  # changes: `kernelnix generate` records the machine as it is now.
+  probed =
     system:
-    builtins.foldl' (
-      best: v: if best == null || builtins.compareVersions v.torch best > 0 then v.torch else best
-    ) null (builtins.filter isCpu (builtins.attrValues plan.variants.${system}));
-  guess =
-    system: v:
-    isCpu v
-    && (
-      v.kind == "noarch"
-      || (v.kind == "stable-abi" && builtins.compareVersions (newestCpuTorch system) v.stable-abi >= 0)
-      || v.torch == newestCpuTorch system
-    );
+    let
+      step = hostStep "any";
+      probe = builtins.derivation (
+        step.env
+        // {
+          inherit system;
+          name = "kernelnix-host-record";
+          builder = step.builder;
+          args = [
+            ../../lib/step.sh
+            "host-record"
+            (builtins.toFile "kernelnix-plan.json" (builtins.toJSON plan))
+            "--output"
+            "${builtins.placeholder "out"}/kernelnix-host.json"
+          ];
+          toolchainSetup = step.setup;
+        }
+      );
+    in
+    builtins.fromJSON (builtins.readFile "${probe}/kernelnix-host.json");
 
   offers =
     system: name: variant:
-    if record == null then
-      guess system variant
-    else
-      record.system == system && builtins.elem name record.variants;
+    let
+      known = if record == null then probed system else record;
+    in
+    known.system == system && builtins.elem name known.variants;
 
   scriptEnv = {
     hostEnv = ./env.sh;
