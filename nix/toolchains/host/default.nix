@@ -5,7 +5,7 @@
 # What this machine can build comes from kernelnix-host.json next to flake.nix,
 # written by `kernelnix generate` (kernelnix.host.record). Without it, kernelnix
 # probes this machine during evaluation (`kernelnix host-record`, below) with the
-# python3 that env.sh finds.
+# python3 that env.sh finds, and offers the CPU variants it can build.
 #
 # Interface shared by every toolchain (see docs/flake.md), each named in
 # matrix.json's `toolchains`:
@@ -75,12 +75,16 @@ let
     in
     builtins.fromJSON (builtins.readFile "${probe}/kernelnix-host.json");
 
+  # Without a record, only the CPU variants of the probe are offered, as before
+  # any record: what `ci-test` can then load with the probed Torch is certain.
   offers =
     system: name: variant:
     let
       known = if record == null then probed system else record;
     in
-    known.system == system && builtins.elem name known.variants;
+    known.system == system
+    && builtins.elem name known.variants
+    && (record != null || variant.backend == "cpu");
 
   scriptEnv = {
     hostEnv = ./env.sh;
