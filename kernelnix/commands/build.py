@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -9,6 +10,7 @@ import click
 from kernelnix.cli import DIR_ARGUMENT, exits_on, main, print_warnings, reports_user_errors
 from kernelnix.commands.nix import nix_options
 from kernelnix.compile import BuildError, build_variant
+from kernelnix.compile.dependencies import dependency_locations
 from kernelnix.compile.develop import create_pyproject
 from kernelnix.compile.local import build_planned
 from kernelnix.compile.nix import NixOptions
@@ -27,6 +29,14 @@ CUDA_ARCHS_OPTION = click.option(
     metavar="ARCHS",
     help="A development build: CUDA kernels only for these of their archs "
     "(`9.0`, `8.0,9.0a`; `native`: the visible GPUs'). Not publishable.",
+)
+DEPENDENCY_OPTION = click.option(
+    "--dependency",
+    "dependencies",
+    metavar="NAME=DIR",
+    multiple=True,
+    help="Where a header dependency is (`cutlass_3_8=/src/cutlass/include`); "
+    "the same as KERNELNIX_DEP_<NAME>=DIR.",
 )
 UNIQUE_ID_OPTION = click.option(
     "--unique-id",
@@ -47,6 +57,7 @@ reports_build_errors = exits_on(BuildError, "build failed: ")
 @UNIQUE_ID_OPTION
 @JOBS_OPTION
 @CUDA_ARCHS_OPTION
+@DEPENDENCY_OPTION
 @click.option(
     "--no-progress",
     is_flag=True,
@@ -62,6 +73,7 @@ def build_command(
     unique_id: str | None,
     jobs: int | None,
     cuda_archs: str | None,
+    dependencies: tuple[str, ...],
     no_progress: bool,
     nix: NixOptions,
 ) -> None:
@@ -85,12 +97,11 @@ def build_command(
       kernelnix build -L --max-jobs 2 --cores 8 examples/relu
     """
     if not local:
-        if cuda_archs is not None:
-            raise UserError.single(
-                "--cuda-archs applies to --local builds (a development build)",
-                key="--cuda-archs",
-                fix="add --local",
-            )
+        for given, option in ((cuda_archs, "--cuda-archs"), (dependencies, "--dependency")):
+            if given:
+                raise UserError.single(
+                    f"{option} applies to --local builds", key=option, fix="add --local"
+                )
         from kernelnix.compile.nix import build_with_nix, nix_build_options
 
         options = nix_build_options(nix, jobs)
@@ -101,6 +112,7 @@ def build_command(
             "-L, --max-jobs and --cores are passed to Nix; a --local build runs no Nix",
             fix="drop them, or use -j/--jobs for the compile jobs of a --local build",
         )
+    os.environ.update(dependency_locations(dependencies))
     here = PlanOptions(systems=(current_system(),), unique_id=unique_id)
     loaded, plan = plan_directory(directory, here)
     if cuda_archs is not None:
@@ -156,6 +168,7 @@ def build_command(
 )
 @JOBS_OPTION
 @CUDA_ARCHS_OPTION
+@DEPENDENCY_OPTION
 @click.option(
     "--work-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -176,6 +189,7 @@ def build_variant_command(
     no_import_check: bool,
     jobs: int | None,
     cuda_archs: str | None,
+    dependencies: tuple[str, ...],
     work_dir: Path | None,
 ) -> None:
     """Build one variant of a plan into OUT/NAME/ (the step a Nix derivation runs).
@@ -185,6 +199,7 @@ def build_variant_command(
       kernelnix build-variant --plan kernelnix-plan.json \\
         --variant torch213-cxx11-cpu-x86_64-linux --source . --out "$out"
     """
+    os.environ.update(dependency_locations(dependencies))
     plan = read_plan(plan_path)
     if cuda_archs is not None:
         plan = with_cuda_archs(plan, parse_cuda_archs(cuda_archs))

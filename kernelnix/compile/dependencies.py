@@ -1,7 +1,8 @@
 """Where a build finds the headers of its kernels' dependencies (CUTLASS, ...).
 
-In order: the directory named by the environment variable `KERNELNIX_DEP_<NAME>`
-(`KERNELNIX_DEP_CUTLASS_3_8=/src/cutlass/include`), else the pip package of the
+In order: the directory named by `--dependency cutlass_3_8=DIR` or the environment
+variable `KERNELNIX_DEP_<NAME>` (`KERNELNIX_DEP_CUTLASS_3_8=/src/cutlass/include`;
+the option sets the variable), else the pip package of the
 build's Python that ships them (PyPI's `nvidia-cutlass` wheels carry CUTLASS's
 headers under `cutlass_library/source/include`). The version is read from the
 headers themselves and must have the major.minor the dependency names: CUTLASS 3.9
@@ -36,6 +37,22 @@ class ResolvedDependency:
 
 def environment_variable(key: str) -> str:
     return "KERNELNIX_DEP_" + re.sub(r"[^A-Za-z0-9]", "_", key).upper()
+
+
+def dependency_locations(values: tuple[str, ...]) -> dict[str, str]:
+    """`--dependency NAME=DIR` options as the environment variables they stand for."""
+    known = header_dependencies()
+    found = {}
+    for value in values:
+        name, separator, directory = value.partition("=")
+        if not separator or not directory or name not in known:
+            raise UserError.single(
+                f"invalid --dependency {value!r}",
+                key="--dependency",
+                fix=f"give NAME=DIR, NAME one of: {', '.join(known)}",
+            )
+        found[environment_variable(name)] = str(Path(directory).resolve())
+    return found
 
 
 def needed_dependencies(plan: Plan, variant: PlanVariant) -> list[str]:

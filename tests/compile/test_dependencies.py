@@ -8,9 +8,12 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from paths import EXAMPLES
 
+from kernelnix.cli import main
 from kernelnix.compile.dependencies import (
+    dependency_locations,
     environment_variable,
     needed_dependencies,
     resolve_dependency,
@@ -93,3 +96,29 @@ def test_the_cute_example_needs_cutlass_3_8_in_its_cuda_variants() -> None:
     plan = build_plan(load_config(EXAMPLES / "cute-scale"), PlanOptions(unique_id="deps1"))
     variant = plan.variants["x86_64-linux"]["torch214-cxx11-cu130-x86_64-linux"]
     assert needed_dependencies(plan, variant) == ["cutlass_3_8"]
+
+
+def test_the_option_stands_for_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    include = cutlass_headers(tmp_path / "include", 4, 5, 2)
+    found = dependency_locations((f"cutlass_4_5={include}",))
+    assert found == {"KERNELNIX_DEP_CUTLASS_4_5": str(include)}
+    for name, value in found.items():
+        monkeypatch.setenv(name, value)
+    assert resolve_dependency("cutlass_4_5").include == include
+
+
+@pytest.mark.parametrize("value", ["cutlass_3_8", "cutlass_9_9=/x", "=/x", "cutlass_3_8="])
+def test_bad_options_are_errors(value: str) -> None:
+    with pytest.raises(UserError) as raised:
+        dependency_locations((value,))
+    assert raised.value.diagnostics[0].key == "--dependency"
+
+
+def test_nix_builds_take_no_dependency_option() -> None:
+    result = CliRunner().invoke(
+        main, ["build", str(EXAMPLES / "cute-scale"), "--dependency", "cutlass_3_8=/x"]
+    )
+    assert result.exit_code == 2
+    assert "--dependency applies to --local builds" in result.output
