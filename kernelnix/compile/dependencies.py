@@ -139,10 +139,11 @@ def dependency_definitions(plan: Plan, variant: PlanVariant) -> list[str]:
     definitions = []
     for key in needed_dependencies(plan, variant):
         resolved = resolve_dependency(key)
-        pinned = header_dependencies()[key].version
+        dependency = header_dependencies()[key]
+        pinned = dependency.version
         note = "" if resolved.version == pinned else f"; kernel-builder pins {pinned}"
         print(
-            f"dependency {key}: {header_dependencies()[key].name} {resolved.version} at "
+            f"dependency {key}: {dependency.name} {resolved.version} at "
             f"{resolved.include} ({resolved.source}{note})",
             flush=True,
         )

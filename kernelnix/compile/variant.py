@@ -36,7 +36,7 @@ from kernelnix.core.fileio import replacing_dir
 from kernelnix.core.process import run_shown
 from kernelnix.emit.cmake import cmake_project, noarch_ops_py, write_project
 from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
-from kernelnix.plan.flags import cuda_gencode
+from kernelnix.plan.flags import capability_base, cuda_gencode
 from kernelnix.plan.ids import check_unique_id
 from kernelnix.plan.metadata import BuildProvenance, Metadata
 from kernelnix.plan.model import KernelGitState, Plan, PlanVariant
@@ -61,15 +61,17 @@ def with_unique_id(plan: Plan, unique: str) -> Plan:
         raise UserError.single(str(exc), key="--unique-id") from None
 
 
-_CAPABILITY = re.compile(r"(?P<base>\d+\.\d+)[af]?(\+PTX)?")
-
-
 def parse_cuda_archs(text: str) -> list[str]:
     """`--cuda-archs`: comma-separated capabilities, or `native`: the visible GPUs'."""
     if text.strip() == "native":
         return visible_cuda_archs()
     archs = [arch.strip() for arch in text.split(",") if arch.strip()]
-    if not archs or not all(_CAPABILITY.fullmatch(arch) for arch in archs):
+    try:
+        for arch in archs:
+            capability_base(arch)
+    except ValueError:
+        archs = []
+    if not archs:
         raise UserError.single(
             f"invalid --cuda-archs {text!r}",
             key="--cuda-archs",
@@ -98,16 +100,11 @@ def visible_cuda_archs() -> list[str]:
     )
 
 
-def _arch_base(arch: str) -> str:
-    match = _CAPABILITY.fullmatch(arch)
-    return match["base"] if match else arch
-
-
 def with_cuda_archs(plan: Plan, requested: list[str]) -> Plan:
     """`plan` as a development build: every CUDA kernel compiled only for those of its
     planned archs that the requested ones name (`9.0` picks a planned `9.0a` or
     `9.0+PTX` too). A kernel planned for none of them is a UserError naming its archs."""
-    wanted = {_arch_base(arch) for arch in requested}
+    wanted = {capability_base(arch) for arch in requested}
     unmatched: dict[str, list[str]] = {}
 
     def restrict(variant: PlanVariant) -> PlanVariant:
@@ -117,7 +114,7 @@ def with_cuda_archs(plan: Plan, requested: list[str]) -> Plan:
         compiled = {}
         for name, archs in variant.kernels.items():
             planned = archs or []
-            chosen = [a for a in planned if _arch_base(a) in wanted]
+            chosen = [a for a in planned if capability_base(a) in wanted]
             if not chosen:
                 unmatched[name] = planned
                 chosen = planned
@@ -209,30 +206,25 @@ def compiler_launcher() -> str | None:
     return next(filter(None, map(shutil.which, LAUNCHERS)), None)
 
 
-def _launcher_definitions() -> list[str]:
-    launcher = compiler_launcher()
-    if launcher is None:
-        return []
-    return [f"-DCMAKE_{language}_COMPILER_LAUNCHER={launcher}" for language in LAUNCHED_LANGUAGES]
-
-
-def _compile_environment(source_dir: Path) -> dict[str, str] | None:
+def _compile_environment(launcher: str | None, source_dir: Path) -> dict[str, str] | None:
     """The compile's environment: ccache hashes paths under the kernel relative to it,
     so that a fresh copy of the tree elsewhere hits the cache."""
-    launcher = compiler_launcher()
     if launcher is None or Path(launcher).name != "ccache" or "CCACHE_BASEDIR" in os.environ:
         return None
     return {**os.environ, "CCACHE_BASEDIR": str(source_dir.resolve())}
 
 
 def _cmake_definitions(
-    plan: Plan, variant: PlanVariant, source_dir: Path, jobs: int | None
+    plan: Plan, variant: PlanVariant, source_dir: Path, jobs: int | None, launcher: str | None
 ) -> list[str]:
     definitions = [
         f"-DKERNEL_SOURCE_DIR={source_dir.resolve()}",
         f"-DPython_EXECUTABLE={sys.executable}",
         *dependency_definitions(plan, variant),
-        *_launcher_definitions(),
+        *(
+            f"-DCMAKE_{language}_COMPILER_LAUNCHER={launcher}"
+            for language in (LAUNCHED_LANGUAGES if launcher else ())
+        ),
     ]
     backend = variant.backend
     if backend in ("cuda", "xpu"):
@@ -281,11 +273,12 @@ def _compiled(
             plan = with_hipified_sources(plan, hipify_tree(source_dir, work / "hipified", sources))
             source_dir = work / "hipified"
         write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
-        definitions = _cmake_definitions(plan, variant, source_dir, jobs)
+        launcher = compiler_launcher()
+        definitions = _cmake_definitions(plan, variant, source_dir, jobs, launcher)
         run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
         run_command(
             ["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])],
-            env=_compile_environment(source_dir),
+            env=_compile_environment(launcher, source_dir),
         )
         yield build
 

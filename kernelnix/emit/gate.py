@@ -19,7 +19,7 @@ from kernelnix.plan.build import PlanOptions, draft_plan
 from kernelnix.plan.metadata import UnknownPythonDependency, python_depends_for
 from kernelnix.plan.model import Plan
 from kernelnix.variants.archs import cuda_capability_supported
-from kernelnix.variants.enumerate import variants_for_system
+from kernelnix.variants.enumerate import variants_for_system, within
 from kernelnix.variants.matrix import Matrix, load_matrix
 
 # Any valid id: the gate checks the config, not the build's identity (no git call).
@@ -120,9 +120,7 @@ def _outside_all(
     file: str,
     where: str,
 ) -> list[Diagnostic]:
-    if not versions or any(
-        (low is None or v >= low) and (high is None or v <= high) for v in versions
-    ):
+    if not versions or any(within(v, low, high) for v in versions):
         return []
     bounds = f"{low.major_minor() if low else 'any'}..{high.major_minor() if high else 'any'}"
     return [

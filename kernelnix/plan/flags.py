@@ -32,6 +32,12 @@ def cuda_gencode(archs: list[str]) -> list[str]:
     return flags
 
 
+def capability_base(capability: str) -> str:
+    """`9.0a+PTX` -> `9.0`: the arch without suffix or PTX; ValueError when invalid."""
+    version, _, _ = parse_capability(capability)
+    return version.major_minor()
+
+
 def cuda_flags(kernel: CudaKernel, cuda: Version | None) -> list[str]:
     """The kernel's `cuda-flags` that nvcc `cuda` understands."""
     if cuda is not None and cuda < CUDA_STUB_MIN:

@@ -74,7 +74,8 @@ class VariantSet:
         return [v.name for v in self.variants]
 
 
-def _within(value: Version, low: Version | None, high: Version | None) -> bool:
+def within(value: Version, low: Version | None, high: Version | None) -> bool:
+    """Whether `value` lies in the inclusive bounds (None: unbounded)."""
     return (low is None or value >= low) and (high is None or value <= high)
 
 
@@ -88,11 +89,11 @@ def _applies(config: BuildConfig, build_set: BuildSet) -> bool:
         build_set.backend == "cuda"
         and cuda is not None
         and build_set.version is not None
-        and not _within(build_set.version, cuda.minver, cuda.maxver)
+        and not within(build_set.version, cuda.minver, cuda.maxver)
     ):
         return False
     torch = config.torch
-    return torch is None or _within(build_set.torch, torch.minver, torch.maxver)
+    return torch is None or within(build_set.torch, torch.minver, torch.maxver)
 
 
 def _kind(config: BuildConfig, build_set: BuildSet) -> tuple[str, Version | None]:

@@ -55,23 +55,19 @@ let
   probed =
     system:
     let
-      step = hostStep "any";
-      probe = builtins.derivation (
-        step.env
-        // {
-          inherit system;
-          name = "kernelnix-host-record";
-          builder = step.builder;
-          args = [
-            ../../lib/step.sh
-            "host-record"
-            (builtins.toFile "kernelnix-plan.json" (builtins.toJSON plan))
-            "--output"
-            "${builtins.placeholder "out"}/kernelnix-host.json"
-          ];
-          toolchainSetup = step.setup;
-        }
-      );
+      # nix/lib/step.nix with this toolchain's step inputs; the toolchain itself
+      # cannot be passed, its `offers` needs this result.
+      step = import ../../lib/step.nix { toolchain.stepEnv = _: hostStep "any"; };
+      probe = step {
+        inherit system;
+        name = "kernelnix-host-record";
+        args = [
+          "host-record"
+          (builtins.toFile "kernelnix-plan.json" (builtins.toJSON plan))
+          "--output"
+          "${builtins.placeholder "out"}/kernelnix-host.json"
+        ];
+      };
     in
     builtins.fromJSON (builtins.readFile "${probe}/kernelnix-host.json");
 
