@@ -339,8 +339,9 @@ _VERSION_FIXES = {
     "hermetic toolchain or avoid the feature (e.g. floating-point std::to_chars)",
     "CXXABI": "this C++ runtime ABI feature is newer than the policy allows: build with the "
     "hermetic toolchain or avoid it",
-    "GCC": "this libgcc_s function is newer than the policy allows: build with the "
-    "hermetic toolchain or link libgcc statically (-static-libgcc)",
+    "GCC": "this libgcc_s function is newer than the policy allows: take libgcc's helpers "
+    "from the archive (-l:libgcc.a after the objects, as redistributable builds do); "
+    "never -static-libgcc, which brings a second unwinder",
 }
 
 
@@ -422,6 +423,51 @@ def needed_libraries(binary: Binary, settings: BinarySettings) -> Iterable[Viola
             )
 
 
+# Defined only by libstdc++ itself: a library that exports one carries a static
+# libstdc++ with default visibility (docs/libstdcxx.md, section 1).
+LIBSTDCXX_MARKERS = ("__cxa_throw", "__gxx_personality_v0", "_ZSt4cout", "_ZNSt6locale7classicEv")
+# What an unwinder calls to find a frame's unwind tables; only libgcc_eh's copy,
+# linked in by -static-libgcc, brings these calls into a kernel.
+FDE_LOOKUPS = ("_dl_find_object", "dl_iterate_phdr")
+UNWINDER_PREFIX = ("_Unwind_",)
+
+
+def cxx_runtime(binary: Binary, settings: BinarySettings) -> Iterable[Violation]:
+    """A kernel's own C++ runtime must stay private and use the process's unwinder.
+
+    Both links this rejects load and then break in a process with Torch
+    (docs/libstdcxx.md): an exported static libstdc++ loses its locale facets
+    to Torch's libstdc++.so.6; a private unwinder aborts the process at the
+    first exception that leaves the kernel.
+    """
+    exported = binary.imports.exports(LIBSTDCXX_MARKERS)
+    if exported:
+        yield Violation(
+            rule="cxx-runtime",
+            file=binary.file,
+            subject=", ".join(exported),
+            found="exports the C++ runtime (a static libstdc++ with default visibility): "
+            "its locale facet ids bind to Torch's libstdc++.so.6, so std::regex throws "
+            "std::bad_cast and streams write nothing",
+            limit="a static libstdc++ kept private",
+            fix="link with -static-libstdc++ -Wl,--exclude-libs,ALL (kernelnix's "
+            "redistributable builds do)",
+        )
+    if not binary.imports.with_prefix(UNWINDER_PREFIX):
+        lookups = [name for name in binary.imports.with_prefix(FDE_LOOKUPS) if name in FDE_LOOKUPS]
+        if lookups:
+            yield Violation(
+                rule="cxx-runtime",
+                file=binary.file,
+                subject=", ".join(lookups),
+                found="carries its own unwinder (-static-libgcc): an exception thrown "
+                "through Torch's frames aborts a process in which Torch has not thrown yet",
+                limit="the unwinder of libgcc_s.so.1 (imports _Unwind_*)",
+                fix="drop -static-libgcc; take libgcc's helpers from the archive instead "
+                "(-l:libgcc.a after the objects), as kernelnix's redistributable builds do",
+            )
+
+
 def symbols_present(binary: Binary, settings: BinarySettings) -> Iterable[Violation]:
     """A library without symbol tables cannot be vetted."""
     if not binary.symbols_readable:
@@ -490,6 +536,7 @@ ELF_RULES: tuple[BinaryRule, ...] = (
     symbol_versions,
     forbidden_symbols,
     needed_libraries,
+    cxx_runtime,
     search_paths,
     python_abi_symbols,
     torch_stable_abi_symbols,

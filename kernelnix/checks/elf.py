@@ -105,6 +105,10 @@ class Imports:
     def versions(self) -> set[str]:
         return {v for v in self._names.values() if v is not None}.union(self._required)
 
+    def exports(self, names: Iterable[str]) -> list[str]:
+        """Those of `names` the object defines and exports; this base class knows none."""
+        return []
+
     def __len__(self) -> int:
         return len(self.all())
 
@@ -169,16 +173,35 @@ class DynsymImports(Imports):
 
     def _undefined_named(self, offset: int) -> bool:
         """Whether some undefined entry has st_name == offset."""
+        return self._entry_named(offset, undefined=True)
+
+    def _entry_named(self, offset: int, *, undefined: bool) -> bool:
+        """Whether some entry with st_name == offset is undefined (or defined)."""
         if self._name_column is None:
             self._name_column = name_offsets(self._symbols, self._endian, self._bits)
         column = self._name_column
         try:
             entry = column.index(offset)
-            while not self._is_undefined(entry):
+            while self._is_undefined(entry) != undefined:
                 entry = column.index(offset, entry + 1)
         except ValueError:
             return False
         return True
+
+    def exports(self, names: Iterable[str]) -> list[str]:
+        # .dynsym holds only what the object exports or imports, so a defined
+        # entry is an export (hidden symbols never reach it).
+        found = []
+        for name in names:
+            # The linker shares string tails: the name may end a longer one.
+            needle = name.encode() + b"\0"
+            position = self._strtab.find(needle)
+            while position != -1:
+                if self._entry_named(position, undefined=False):
+                    found.append(name)
+                    break
+                position = self._strtab.find(needle, position + 1)
+        return found
 
     def all(self) -> dict[str, str | None]:
         if not self._materialized:

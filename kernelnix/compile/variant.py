@@ -215,11 +215,17 @@ def _compile_environment(launcher: str | None, source_dir: Path) -> dict[str, st
 
 
 def _cmake_definitions(
-    plan: Plan, variant: PlanVariant, source_dir: Path, jobs: int | None, launcher: str | None
+    plan: Plan,
+    variant: PlanVariant,
+    source_dir: Path,
+    jobs: int | None,
+    launcher: str | None,
+    redistributable: bool,
 ) -> list[str]:
     definitions = [
         f"-DKERNEL_SOURCE_DIR={source_dir.resolve()}",
         f"-DPython_EXECUTABLE={sys.executable}",
+        *(["-DKERNELNIX_PRIVATE_CXX_RUNTIME=ON"] if redistributable else []),
         *dependency_definitions(plan, variant),
         *(
             f"-DCMAKE_{language}_COMPILER_LAUNCHER={launcher}"
@@ -260,6 +266,7 @@ def _compiled(
     work_dir: Path | None,
     metadata: str,
     jobs: int | None,
+    redistributable: bool,
 ) -> Iterator[Path]:
     """Configure and compile the variant's CMake project; yields its build tree."""
     variant = plan.variant(system, name)
@@ -274,7 +281,7 @@ def _compiled(
             source_dir = work / "hipified"
         write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
         launcher = compiler_launcher()
-        definitions = _cmake_definitions(plan, variant, source_dir, jobs, launcher)
+        definitions = _cmake_definitions(plan, variant, source_dir, jobs, launcher, redistributable)
         run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
         run_command(
             ["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])],
@@ -376,7 +383,9 @@ def build_variant(
     compiled = (
         nullcontext(None)
         if variant.kind == "noarch"
-        else _compiled(plan, system, variant_name, source_dir, work_dir, metadata, jobs)
+        else _compiled(
+            plan, system, variant_name, source_dir, work_dir, metadata, jobs, redistributable
+        )
     )
     with compiled as build, replacing_dir(destination) as target:
         if build is None:

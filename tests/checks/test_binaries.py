@@ -15,6 +15,7 @@ from kernelnix.checks.binaries import (
     Binary,
     BinarySettings,
     check_binary,
+    cxx_runtime,
     load_binaries,
     needed_libraries,
     symbol_versions,
@@ -144,6 +145,27 @@ def test_dynamic_libstdcxx_is_forbidden_by_the_kernel_policy(corpus: Corpus) -> 
         assert ("needed-library", "libstdc++.so.6") in _found(violations), name
     fix = next(v.fix for v in check_binary(_library(corpus, "dynamic_cxx"), _settings("kernel")))
     assert "-static-libstdc++" in fix
+
+
+def _cxx_runtime(corpus: Corpus, name: str) -> set[tuple[str, str]]:
+    return _found(list(cxx_runtime(_library(corpus, name), _settings("kernel"))))
+
+
+def test_exported_cxx_runtime_and_private_unwinder_are_refused(corpus: Corpus) -> None:
+    """-static-libstdc++ -static-libgcc: libstdc++ exported, libgcc_eh's unwinder inside."""
+    assert _cxx_runtime(corpus, "streams_exported_cxx") == {
+        ("cxx-runtime", "__cxa_throw, __gxx_personality_v0, _ZNSt6locale7classicEv"),
+        ("cxx-runtime", "_dl_find_object"),
+    }
+    violations = list(cxx_runtime(_library(corpus, "streams_exported_cxx"), _settings("kernel")))
+    assert all("-static-libgcc" in v.fix or "--exclude-libs" in v.fix for v in violations)
+
+
+@pytest.mark.parametrize(
+    "name", ["streams_static_cxx", "clean_static_cxx", "dynamic_cxx", "clean_c", "cuda_kernel"]
+)
+def test_private_or_shared_cxx_runtime_passes(corpus: Corpus, name: str) -> None:
+    assert _cxx_runtime(corpus, name) == set()
 
 
 def test_unexpected_needed_library(corpus: Corpus) -> None:

@@ -31,6 +31,7 @@ from paths import TESTS
 from kernelnix.checks.binaries import (
     BinaryRule,
     BinarySettings,
+    cxx_runtime,
     load_binaries,
     needed_libraries,
     symbol_versions,
@@ -50,17 +51,19 @@ HIDDEN = ("-Wl,--exclude-libs,ALL",)
 LIBGCC_HELPERS = ("-l:libgcc.a",)
 LINKS = {
     "dynamic": (),
-    # The hermetic toolchain's LDFLAGS today.
+    # The hermetic toolchain's LDFLAGS before this experiment.
     "static": STATIC + STATIC_LIBGCC,
     "static-hidden": STATIC + STATIC_LIBGCC + HIDDEN,
     "static-shared-libgcc": STATIC,
-    # The link docs/libstdcxx.md recommends.
+    # The link docs/libstdcxx.md recommends, which redistributable builds use.
     "static-hidden-shared-unwinder": STATIC + HIDDEN + LIBGCC_HELPERS,
 }
 STATIC_EXPORTS = ("static", "static-shared-libgcc")
 # Symbols of libstdc++ itself (not templates the probe instantiates).
 LIBSTDCXX_SYMBOLS = ("_ZSt4cout", "_ZNSt6locale7classicEv", "__cxa_throw")
 # A template facet's id: libstdc++ defines these as STB_GNU_UNIQUE objects.
+# What the cxx-runtime rule names for a library that exports libstdc++.
+LIBSTDCXX_RUNTIME = ("__cxa_throw", "__gxx_personality_v0", "_ZSt4cout", "_ZNSt6locale7classicEv")
 COLLATE_ID = "_ZNSt7__cxx117collateIcE2idE"
 VIEW_ERROR = "shape '[7]' is invalid for input of size 6"
 IOS_INIT_MARKER = "_ZSt21ios_base_library_initv"
@@ -358,11 +361,26 @@ def test_which_libraries_carry_their_own_unwinder(libraries: dict[str, Path], li
     assert imports_unwinder == (STATIC_LIBGCC[0] not in LINKS[link])
 
 
-def test_kernel_policy_tells_only_the_dynamic_library_apart(libraries: dict[str, Path]) -> None:
-    """The default policy's library rule forbids the one link that shares
-    Torch's runtime and lets both aborting links through."""
-    flagged = {link: _violations(library, needed_libraries) for link, library in libraries.items()}
-    assert flagged == {link: {"libstdc++.so.6"} if link == "dynamic" else set() for link in LINKS}
+def test_kernel_policy_refuses_every_link_but_the_recommended_one(
+    libraries: dict[str, Path],
+) -> None:
+    """The library rule forbids the link that shares Torch's runtime; the
+    cxx-runtime rule the ones that break in a process with Torch: an exported
+    static libstdc++ (the locale) and a private unwinder (the abort). (The
+    symbol-version rule is left out: this machine's static libstdc++ is built
+    against its glibc 2.36, the hermetic toolchain's against 2.27.)"""
+    flagged = {
+        link: _violations(library, needed_libraries) | _violations(library, cxx_runtime)
+        for link, library in libraries.items()
+    }
+    exported = ", ".join(LIBSTDCXX_RUNTIME)
+    assert flagged == {
+        "dynamic": {"libstdc++.so.6"},
+        "static": {exported, "_dl_find_object"},
+        "static-hidden": {"_dl_find_object"},
+        "static-shared-libgcc": {exported},
+        "static-hidden-shared-unwinder": set(),
+    }
 
 
 def test_shared_libgcc_helpers_exceed_the_policy_unless_linked_from_the_archive(

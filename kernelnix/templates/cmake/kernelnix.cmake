@@ -117,6 +117,23 @@ function(kernelnix_torch_target ops_id backend stable_abi_hex)
     target_compile_definitions(kernelnix_torch INTERFACE C10_CUDA_NO_CMAKE_CONFIGURE_FILE)
   endif()
   kernelnix_link_torch(${backend})
+  if(KERNELNIX_PRIVATE_CXX_RUNTIME)
+    kernelnix_private_cxx_runtime()
+  endif()
+endfunction()
+
+# Redistributable builds (the build step's --redistributable sets
+# KERNELNIX_PRIVATE_CXX_RUNTIME): a static libstdc++ kept private, libgcc's
+# helpers from libgcc.a, and the unwinder of the process's libgcc_s.so.1.
+# docs/libstdcxx.md shows what each other link breaks in a process with Torch.
+function(kernelnix_private_cxx_runtime)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "^(GNU|Clang)$" OR APPLE)
+    message(FATAL_ERROR "kernelnix: a private C++ runtime needs gcc or clang on Linux, "
+      "not ${CMAKE_CXX_COMPILER_ID}; build without --redistributable")
+  endif()
+  target_link_options(kernelnix_torch INTERFACE -static-libstdc++ -Wl,--exclude-libs,ALL)
+  # A link item: after the objects, before the compiler's own -lgcc_s.
+  target_link_libraries(kernelnix_torch INTERFACE -l:libgcc.a)
 endfunction()
 
 # Torch's own libraries, linked directly (never libtorch_python: a kernel

@@ -146,9 +146,6 @@ in
     PATH = binPath tools;
     CC = "${cc}/bin/cc";
     CXX = "${cc}/bin/c++";
-    # The default check policy forbids a dynamic libstdc++ (CMake reads
-    # LDFLAGS into its linker flags for the kernel's module).
-    LDFLAGS = "-static-libstdc++ -static-libgcc";
     # The wrappers honour these outside stdenv too; no RPATH into the store
     # (the checks allow only $ORIGIN-relative ones).
     "NIX_CC_WRAPPER_TARGET_HOST_${salt}" = "1";

@@ -9,7 +9,7 @@
 # stdenvFor gcc: a stdenv whose compiler is `gcc` (unwrapped, modern) on that
 # C library. libgcc and libstdc++ are part of the compiler: they are compiled
 # once more against glibc 2.27, or the static libstdc++ the kernels link
-# (-static-libstdc++, the default check policy forbids a dynamic one) would
+# (kept private, docs/libstdcxx.md; the default policy forbids a dynamic one) would
 # bring symbol versions of the newer glibc with it.
 {
   pkgs,

@@ -32,9 +32,14 @@ class Case:
         return f"lib{self.name}.so"
 
 
+RECOMMENDED_STATIC = ("-static-libstdc++", "-Wl,--exclude-libs,ALL", "-l:libgcc.a")
 CASES = (
     Case("clean_c", "gcc", "clean.c"),
-    Case("clean_static_cxx", "g++", "old_cxx.cpp", ("-static-libstdc++", "-static-libgcc")),
+    # The link redistributable builds use (docs/libstdcxx.md): a private static
+    # libstdc++, libgcc's helpers from the archive, the unwinder from libgcc_s.
+    Case("clean_static_cxx", "g++", "old_cxx.cpp", RECOMMENDED_STATIC),
+    Case("streams_static_cxx", "g++", "streams_cxx.cpp", RECOMMENDED_STATIC),
+    Case("streams_exported_cxx", "g++", "streams_cxx.cpp", ("-static-libstdc++", "-static-libgcc")),
     Case("dynamic_cxx", "g++", "old_cxx.cpp"),
     Case("glibc_234", "gcc", "glibc_234.c"),
     Case("glibcxx_329", "g++", "glibcxx_329.cpp"),
