@@ -110,7 +110,7 @@ COMMAND_SUMMARIES = {
     "build": "Build the variants of DIRECTORY/build.toml into DIRECTORY/build/.",
     "build-and-copy": "Build DIRECTORY's bundle with Nix and copy its variants into "
     "DIRECTORY/build.",
-    "build-and-upload": "Build DIRECTORY's bundle with Nix into DIRECTORY/build, then upload it.",
+    "build-and-upload": "Build DIRECTORY's bundle with Nix, then upload exactly what was built.",
     "build-variant": "Build one variant of a plan into OUT/NAME/ (the step a Nix derivation runs).",
     "check": "Check PATH: one variant directory, or a build tree of variants.",
     "check-abi": "Check the shared libraries of DIRECTORY's variants: manylinux symbol versions "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,11 @@ class CheckOptions:
     """
 
     policy: str = DEFAULT_POLICY
+    # Why this policy: printed with every verdict.
+    policy_reason: str = "the default policy"
+    # Take policy and redistributable from metadata.json when the build recorded
+    # them (`kernelnix check` without --policy): the build's own verdict.
+    follow_record: bool = False
     python_abi: str = DEFAULT_PYTHON_ABI
     stable_abi: Version | None = None
     macos_min: Version | None = None
@@ -42,10 +47,12 @@ class CheckOptions:
     def settings(self) -> dict[str, Any]:
         return {
             "policy": self.policy,
+            "policy-reason": self.policy_reason,
             "python-abi": self.python_abi,
             "torch-stable-abi": str(self.stable_abi) if self.stable_abi else None,
             "macos": str(self.macos_min) if self.macos_min else None,
             "redistributable": self.redistributable,
+            "import": self.import_check,
         }
 
 
@@ -139,12 +146,31 @@ def load_context(variant_dir: Path, options: CheckOptions) -> VariantContext:
     metadata, metadata_error = _read_metadata(variant_dir / "metadata.json")
     return VariantContext(
         variant_dir=variant_dir,
-        options=options,
+        options=recorded_options(options, metadata),
         listing=list_variant(variant_dir),
         name=name,
         name_error=name_error,
         metadata=metadata,
         metadata_error=metadata_error,
+    )
+
+
+def recorded_options(options: CheckOptions, metadata: dict[str, Any] | None) -> CheckOptions:
+    """`options` with the policy and redistributable the build recorded, when asked to
+    follow the record and metadata.json has one (kernelnix builds write it)."""
+    if not options.follow_record:
+        return options
+    provenance = (metadata or {}).get("provenance")
+    own = provenance.get("kernelnix") if isinstance(provenance, dict) else None
+    if not isinstance(own, dict) or not isinstance(own.get("policy"), str):
+        return replace(options, policy_reason="the default policy: metadata.json records none")
+    redistributable = own.get("redistributable")
+    return replace(
+        options,
+        policy=own["policy"],
+        redistributable=redistributable if isinstance(redistributable, bool) else True,
+        policy_reason=f"the one the {own.get('toolchain', '?')}-toolchain build passed "
+        "(metadata.json, provenance.kernelnix.policy)",
     )
 
 

@@ -135,7 +135,11 @@ def _sort_key(violation: Violation) -> tuple[int, str, str, int, str]:
 def _settings_text(settings: dict[str, Any]) -> str:
     parts = []
     for key, value in settings.items():
-        if value is True:
+        if key == "policy-reason":
+            continue
+        if key == "policy" and settings.get("policy-reason"):
+            parts.append(f"policy {value} ({settings['policy-reason']})")
+        elif value is True:
             parts.append(key)
         elif value is False:
             parts.append("local" if key == "redistributable" else f"no {key}")

@@ -57,11 +57,12 @@ def run_checks(variant_dir: Path, options: CheckOptions | None = None) -> CheckR
     )
 
 
-def discover_variants(path: Path) -> list[Path]:
+def discover_variants(path: Path, *, exact: bool = False) -> list[Path]:
     """Variant directories under `path`, found the way the reference finds them.
 
     `path` itself when it holds metadata.json; else the first of `path/result`,
-    `path/build`, `path` with sub-directories holding metadata.json. Sibling
+    `path/build`, `path` with sub-directories holding metadata.json (with
+    `exact`, `path` only: it is a build tree, not a project). Sibling
     directories named like variants but lacking metadata.json are included, so
     that their missing metadata is reported rather than skipped.
     """
@@ -73,7 +74,7 @@ def discover_variants(path: Path) -> list[Path]:
         )
     if (path / METADATA).is_file():
         return [path]
-    for base in (path / "result", path / "build", path):
+    for base in (path,) if exact else (path / "result", path / "build", path):
         if not base.is_dir():
             continue
         subdirs = sorted(d for d in base.iterdir() if d.is_dir())

@@ -164,7 +164,10 @@ def upload_options(func: F) -> F:
         ),
         click.option("--create-pr", is_flag=True, help="Open pull requests instead of pushing."),
         click.option(
-            "--dry-run", is_flag=True, help="Print the planned commits; change nothing on the Hub."
+            "--dry-run",
+            is_flag=True,
+            help="Print the checks and the planned commits; never contacts the Hub (works "
+            "offline, so stale files to delete are not listed).",
         ),
         click.option(
             "--no-import",
@@ -191,12 +194,14 @@ def _upload(
     no_import: bool,
     output_json: Path | None,
     quiet: bool,
+    built: Path | None = None,
     **options: Any,
 ) -> None:
     from kernelnix.checks import CheckOptions
     from kernelnix.publish.hub import UploadOptions, upload
 
-    settings = UploadOptions(**options, checks=CheckOptions(import_check=not no_import))
+    checks = CheckOptions(import_check=not no_import)
+    settings = UploadOptions(**options, checks=checks, built=built)
     result = upload(directory, settings, dry_run=dry_run)
     print_warnings(result.release.warnings)
     if output_json is not None:
@@ -207,10 +212,21 @@ def _upload(
 
 def _report_upload(result: UploadResult) -> None:
     release, remote = result.release, result.remote
-    new = "" if remote.branch_exists else " (new)"
+    new = "" if remote.branch_exists or not remote.read else " (new)"
     click.echo(
         f"{len(release.variants)} variant(s) for {release.repo_id}, branch {release.branch}{new}"
     )
+    if release.checked:
+        click.echo(
+            f"checked under the publishing policy ({release.checked[0].report.settings['policy']}):"
+        )
+    for checked in release.checked:
+        click.echo(f"  {checked.describe()}")
+    if not remote.read:
+        click.echo(
+            "the Hub was not contacted: whether the branch exists, and the stale files a "
+            "real upload deletes from it, are not known"
+        )
     for commit in result.commits:
         click.echo(f"commit to {commit.branch}: {len(commit.operations)} operation(s)")
         if result.dry_run:
@@ -222,6 +238,13 @@ def _report_upload(result: UploadResult) -> None:
 
 @main.command("upload")
 @DIR_ARGUMENT
+@click.option(
+    "--variants-from",
+    "built",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Publish the variants of this build (a bundle or a directory of variants) instead "
+    "of those found under DIRECTORY (result/, else build/).",
+)
 @upload_options
 @reports_user_errors
 @reports_hub_errors
@@ -254,7 +277,10 @@ def build_and_upload_command(
     nix: NixOptions,
     **options: Any,
 ) -> None:
-    """Build DIRECTORY's bundle with Nix into DIRECTORY/build, then upload it.
+    """Build DIRECTORY's bundle with Nix, then upload exactly what was built.
+
+    The bundle goes to DIRECTORY/result and is copied to DIRECTORY/build; what
+    is uploaded is its store path, whatever else result/ or build/ held before.
 
     With --variant, only that variant is built (into DIRECTORY/result) and uploaded.
 
@@ -266,8 +292,7 @@ def build_and_upload_command(
     """
     from kernelnix.compile.nix import build_and_copy, build_with_nix
 
+    built = build_with_nix(directory, variant, None, nix)
     if variant is None:
         build_and_copy(directory, nix)
-    else:
-        build_with_nix(directory, variant, None, nix)
-    _upload(directory, **options)
+    _upload(directory, built=built, **options)

@@ -68,9 +68,9 @@ def abi_options(func: F) -> F:
         ),
         click.option(
             "--redistributable/--local",
-            default=True,
-            show_default=True,
-            help="--local allows build-machine RPATHs (host-toolchain builds).",
+            default=None,
+            help="--local allows build-machine RPATHs (host-toolchain builds). "
+            "Default: --redistributable, or what the build recorded (check).",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON."),
     ]
@@ -80,19 +80,23 @@ def abi_options(func: F) -> F:
 
 
 def _options(
-    policy: str,
+    policy: str | None,
     python_abi: str,
     stable_abi: str | None,
     macos: str | None,
-    redistributable: bool,
+    redistributable: bool | None,
     import_check: bool = False,
 ) -> CheckOptions:
+    """Without --policy and --redistributable/--local, each variant is checked the
+    way its build checked it (the policy metadata.json records), else by default."""
     return CheckOptions(
-        policy=policy,
+        policy=policy or DEFAULT_POLICY,
+        policy_reason="chosen on the command line" if policy else "the default policy",
+        follow_record=policy is None and redistributable is None,
         python_abi=python_abi,
         stable_abi=_version_option(stable_abi, "torch-stable-abi"),
         macos_min=_version_option(macos, "macos"),
-        redistributable=redistributable,
+        redistributable=True if redistributable is None else redistributable,
         import_check=import_check,
     )
 
@@ -128,10 +132,10 @@ def check_rules(path: Path, options: CheckOptions, rules: list[VariantRule]) -> 
 @click.argument("path", required=False, default=".", type=click.Path(path_type=Path))
 @click.option(
     "--policy",
-    default=DEFAULT_POLICY,
-    show_default=True,
+    default=None,
     metavar="NAME",
-    help="Symbol-version/library policy: kernel, or a manylinux_* level.",
+    help="Symbol-version/library policy: kernel, or a manylinux_* level. Default: the "
+    "one the build recorded in metadata.json (the build's own verdict), else kernel.",
 )
 @abi_options
 @click.option(
@@ -141,14 +145,16 @@ def check_rules(path: Path, options: CheckOptions, rules: list[VariantRule]) -> 
     help="Skip importing each variant through the kernels loader.",
 )
 @reports_user_errors
-def check(policy: str, path: Path, no_import: bool, as_json: bool, **abi: Any) -> None:
+def check(policy: str | None, path: Path, no_import: bool, as_json: bool, **abi: Any) -> None:
     """Check PATH: one variant directory, or a build tree of variants.
 
     Layout, metadata, Python sources (imports, op namespaces), shared
     libraries (symbol versions, needed libraries, search paths, Python and
     Torch stable ABI, macOS deployment target) and an import through the
-    `kernels` loader. Exit code 1 when a variant has violations, 2 for bad
-    input.
+    `kernels` loader. Each variant is held to the policy its build recorded
+    (the same verdict the build gave) unless --policy says otherwise; the
+    report names the policy and why. Exit code 1 when a variant has
+    violations, 2 for bad input.
 
     \b
     Examples:

@@ -279,9 +279,9 @@ def _require_offered(project: FlakeProject, variant: str) -> None:
 
 def build_with_nix(
     directory: Path, variant: str | None, unique_id: str | None, options: NixOptions
-) -> None:
+) -> Path:
     """`kernelnix build` without --local: `nix build` the bundle, or one variant
-    (checked against the flake's variants), into DIRECTORY/result."""
+    (checked against the flake's variants), into DIRECTORY/result; the store path."""
     if unique_id is not None:
         raise UserError.single(
             "--unique-id applies to --local builds; Nix builds use the commit (self.shortRev)",
@@ -302,7 +302,9 @@ def build_with_nix(
             *options.args(),
         )
     )
-    click.echo(f"{result} -> {result.resolve()}")
+    built = result.resolve()
+    click.echo(f"{result} -> {built}")
+    return built
 
 
 # `kernelnix devshell`/`testshell` -> the flake's shells of one variant, and the

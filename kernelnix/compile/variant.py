@@ -174,16 +174,20 @@ def with_kernel_git(plan: Plan, revision: str) -> Plan:
     return plan.with_kernel_git(kernel)
 
 
-def metadata_text(variant: PlanVariant, toolchain: str, redistributable: bool) -> str:
+def metadata_text(
+    variant: PlanVariant, toolchain: str, redistributable: bool, policy: str | None = None
+) -> str:
     """metadata.json of a variant: the plan's, plus kernelnix's provenance.
 
-    `toolchain` is one of matrix.json's toolchain names (build-variant's --toolchain).
+    `toolchain` is one of matrix.json's toolchain names (build-variant's --toolchain);
+    `policy` the check policy the build holds the variant to.
     """
     data = copy.deepcopy(variant.metadata)
     provenance = data.setdefault("provenance", {"kernel-builder": {"version": "unknown"}})
     provenance["kernelnix"] = BuildProvenance(
         toolchain=toolchain,
         redistributable=redistributable,
+        policy=policy,
         development_archs=variant.development_archs,
     ).to_data()
     return Metadata.validate(data).to_json_text()
@@ -307,19 +311,33 @@ def _stage_noarch(plan: Plan, source_dir: Path, target: Path, metadata: str) -> 
     (target / "metadata.json").write_text(metadata)
 
 
+def build_policy(redistributable: bool) -> tuple[str, str]:
+    """The check policy a build holds its variant to, and why (printed with the verdict).
+
+    Redistributable builds meet the publishing policy; host builds, which only
+    need to load on this machine, the manylinux policy of its glibc.
+    """
+    if redistributable:
+        return DEFAULT_POLICY, "a redistributable build meets the publishing policy"
+    host = host_check_policy()
+    if host is None:
+        return DEFAULT_POLICY, "a host build on a system without glibc: the default policy"
+    return host, "a host build needs to load on this machine: its glibc's manylinux level"
+
+
 def run_post_build_checks(
     variant_dir: Path, redistributable: bool, import_check: bool = True
 ) -> None:
-    """The post-build hook: kernelnix.checks over the staged variant directory.
+    """The post-build hook: kernelnix.checks over the staged variant directory,
+    under build_policy's policy (which metadata_text recorded).
 
-    Redistributable builds meet the default policy; host builds, which only
-    need to load on this machine, the manylinux policy of its glibc.
     `import_check=False` skips the import through `kernels` (kernel-builder's
     doGetKernelCheck = false).
     """
-    policy = DEFAULT_POLICY if redistributable else host_check_policy() or DEFAULT_POLICY
+    policy, reason = build_policy(redistributable)
     options = CheckOptions(
         policy=policy,
+        policy_reason=reason,
         redistributable=redistributable,
         python=sys.executable,
         import_check=import_check,
@@ -375,7 +393,7 @@ def build_variant(
     reason = why_not_buildable(variant)
     if reason:
         raise UserError.single(f"cannot build {variant_name} on this machine: {reason}")
-    metadata = metadata_text(variant, toolchain, redistributable)
+    metadata = metadata_text(variant, toolchain, redistributable, build_policy(redistributable)[0])
     out_dir.mkdir(parents=True, exist_ok=True)
     destination = out_dir / variant_name
     # The variant directory is staged only after the compile: a build killed

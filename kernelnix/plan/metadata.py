@@ -61,6 +61,11 @@ class BuildProvenance(Record):
 
     toolchain: str
     redistributable: bool
+    policy: str | None = Field(
+        None,
+        description="The check policy the variant passed when it was built "
+        "(`kernelnix check` applies it again unless given --policy).",
+    )
     development_archs: list[str] | None = Field(
         None, description="A development build's archs (`--cuda-archs`): not publishable."
     )

@@ -12,10 +12,23 @@ As the reference does it:
   build wrote one, else rendered from the project's CARD.md template);
 - at most 1000 operations per commit.
 
-A variant that fails the post-build checks, whose metadata.json does not
-validate, whose recorded digest is stale, or that a host-toolchain build
-marked not redistributable is refused before anything is sent. Variants built
-from a dirty git tree are published with a warning.
+What is published is gated on the checks' verdict, not on who built it: every
+variant is checked under the publishing policy (the default, `kernel`: loads
+on glibc 2.27 and newer, no dynamic libstdc++), whichever toolchain built it,
+and its provenance (toolchain, the policy its build passed) is reported. A
+noarch variant has no native code, so only its Python, layout and metadata
+rules apply. A variant that fails the checks, whose metadata.json does not
+validate, whose recorded digest is stale, or that is a development build
+(`--cuda-archs`) is refused before anything is sent, with every violation and
+its fix. Variants built from a dirty git tree are published with a warning.
+
+The variants come from DIRECTORY (result/, else build/, else DIRECTORY itself,
+as `kernelnix check` finds them) unless `built` names the build to publish:
+`build-and-upload` passes the bundle it has just built, so a stale `result`
+link can never change what is pushed. A dry run never contacts the Hub: it
+shows what would be pushed to which branch and which checks ran, and says
+that the branch's current files (which a real upload would delete when stale)
+were not read.
 """
 
 from __future__ import annotations
@@ -24,11 +37,12 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kernelnix.checks import CheckOptions, discover_variants, run_checks
+from kernelnix.checks import DEFAULT_POLICY, CheckOptions, CheckReport, run_checks
+from kernelnix.checks.runner import discover_variants
 from kernelnix.config import LoadedConfig, load_config
 from kernelnix.config.load import BUILD_TOML
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
@@ -42,6 +56,10 @@ COMMIT_MESSAGE = "Uploaded using `kernelnix`."
 BUILD_PREFIX = "build/"
 BENCHMARKS = "benchmarks"
 BUILT_CARDS = ("result/CARD.md", "build/CARD.md")
+CARD = "CARD.md"
+PUBLISHING_REASON = (
+    "the publishing policy: what the Hub serves must load on every supported machine"
+)
 
 
 class HubError(Exception):
@@ -77,6 +95,46 @@ class UploadOptions:
     create_pr: bool = False
     repo_type: str = "kernel"
     checks: CheckOptions = field(default_factory=CheckOptions)
+    # The build to publish (a bundle or build tree); None: found under the directory.
+    built: Path | None = None
+
+
+@dataclass(frozen=True)
+class CheckedVariant:
+    """A variant that passed the checks, with what they ran and its provenance."""
+
+    metadata: VariantMetadata
+    report: CheckReport
+
+    @property
+    def path(self) -> Path:
+        return self.metadata.path.parent
+
+    @property
+    def toolchain(self) -> str | None:
+        """The toolchain that built it; None when not built by kernelnix."""
+        own = self.metadata.model.provenance.kernelnix if self.metadata.model.provenance else None
+        return own.toolchain if own else None
+
+    @property
+    def built_policy(self) -> str | None:
+        """The policy its build held it to, as metadata.json records it."""
+        own = self.metadata.model.provenance.kernelnix if self.metadata.model.provenance else None
+        return own.policy if own else None
+
+    def describe(self) -> str:
+        settings = self.report.settings
+        built = (
+            f"built with the {self.toolchain} toolchain"
+            + (f", which checked it under {self.built_policy}" if self.built_policy else "")
+            if self.toolchain
+            else "no kernelnix provenance"
+        )
+        imported = "imported through kernels" if settings.get("import") else "import not checked"
+        return (
+            f"{self.path.name}: ok under policy {settings['policy']}, "
+            f"{len(self.report.files_checked)} files, {imported}; {built}"
+        )
 
 
 @dataclass
@@ -85,18 +143,29 @@ class Release:
 
     repo_id: str
     branch: str
-    variants: list[Path]
+    checked: list[CheckedVariant]
     card: Add | None
     benchmarks: list[Add]
     warnings: list[Diagnostic] = field(default_factory=list)
 
+    @property
+    def variants(self) -> list[Path]:
+        return [checked.path for checked in self.checked]
+
 
 @dataclass(frozen=True)
 class RemoteState:
-    """The target branch on the Hub: whether it exists, and its files (main's when new)."""
+    """The target branch on the Hub: whether it exists, and its files (main's when new).
+
+    `read` is False for a dry run, which never contacts the Hub: nothing is known.
+    """
 
     branch_exists: bool
     files: tuple[str, ...]
+    read: bool = True
+
+
+NOT_READ = RemoteState(branch_exists=False, files=(), read=False)
 
 
 @dataclass(frozen=True)
@@ -130,10 +199,19 @@ class UploadResult:
         return {
             "repo-id": self.release.repo_id,
             "branch": self.release.branch,
-            "new-branch": not self.remote.branch_exists,
+            "new-branch": not self.remote.branch_exists if self.remote.read else None,
+            "remote-read": self.remote.read,
             "url": self.url,
             "dry-run": self.dry_run,
             "variants": [variant.name for variant in self.release.variants],
+            "checks": {
+                checked.path.name: {
+                    "settings": checked.report.settings,
+                    "toolchain": checked.toolchain,
+                    "built-policy": checked.built_policy,
+                }
+                for checked in self.release.checked
+            },
             "commits": [
                 {
                     "branch": commit.branch,
@@ -151,10 +229,24 @@ class UploadResult:
 # ------------------------------------------------------------- local side
 
 
-def _check_failures(variant: Path, options: CheckOptions) -> list[Diagnostic]:
-    report = run_checks(variant, options)
+def publishing_checks(options: CheckOptions) -> CheckOptions:
+    """`options` (python ABI, import check, ...) under the publishing policy."""
+    return replace(
+        options,
+        policy=DEFAULT_POLICY,
+        policy_reason=PUBLISHING_REASON,
+        follow_record=False,
+        redistributable=True,
+    )
+
+
+def _check_failures(report: CheckReport) -> list[Diagnostic]:
     return [
-        Diagnostic(f"{v.rule}: {v.describe()}", file=display_path(variant / v.file), fix=v.fix)
+        Diagnostic(
+            f"{v.rule}: {v.describe()} (policy {report.settings['policy']})",
+            file=display_path(report.variant_dir / v.file),
+            fix=v.fix,
+        )
         for v in report.errors
     ]
 
@@ -189,21 +281,6 @@ def _loader_objection(metadata: VariantMetadata) -> list[Diagnostic]:
     return []
 
 
-def _not_redistributable(metadata: VariantMetadata) -> list[Diagnostic]:
-    own = metadata.model.provenance.kernelnix if metadata.model.provenance else None
-    if own is None or own.redistributable:
-        return []
-    return [
-        Diagnostic(
-            f"built with the {own.toolchain} toolchain, which is not redistributable",
-            file=display_path(metadata.path),
-            key="provenance.kernelnix.redistributable",
-            fix="build with the hermetic toolchain (kernelnix generate --toolchain hermetic, "
-            "then kernelnix build-and-copy)",
-        )
-    ]
-
-
 def _development_build(metadata: VariantMetadata) -> list[Diagnostic]:
     own = metadata.model.provenance.kernelnix if metadata.model.provenance else None
     if own is None or not own.development_archs:
@@ -219,13 +296,12 @@ def _development_build(metadata: VariantMetadata) -> list[Diagnostic]:
     ]
 
 
-def _refusals(variant: Path, metadata: VariantMetadata, options: CheckOptions) -> list[Diagnostic]:
-    """Why `variant` must not be published; [] when it may."""
+def _refusals(report: CheckReport, metadata: VariantMetadata) -> list[Diagnostic]:
+    """Why a checked variant must not be published; [] when it may."""
     return [
-        *_check_failures(variant, options),
+        *_check_failures(report),
         *_stale_digest(metadata),
         *_loader_objection(metadata),
-        *_not_redistributable(metadata),
         *_development_build(metadata),
     ]
 
@@ -245,26 +321,30 @@ def _dirty_warning(metadata: VariantMetadata) -> Diagnostic | None:
 
 
 def checked_variants(
-    directory: Path, options: CheckOptions
-) -> tuple[list[VariantMetadata], list[Diagnostic]]:
-    """The variants under `directory` with their metadata, and the dirty-tree warnings.
+    source: Path, options: CheckOptions, *, exact: bool = False
+) -> tuple[list[CheckedVariant], list[Diagnostic]]:
+    """The variants under `source`, each checked under the publishing policy, and the
+    dirty-tree warnings. `exact`: `source` is the build itself (its variants are its
+    sub-directories, or itself), never a project holding result/ or build/.
 
     UserError listing every refusal when a variant may not be published.
     """
-    found: list[VariantMetadata] = []
+    checks = publishing_checks(options)
+    found: list[tuple[VariantMetadata, CheckReport]] = []
     problems: list[Diagnostic] = []
-    for variant in discover_variants(directory):
+    for variant in discover_variants(source, exact=exact):
         try:
             metadata = read_metadata(variant)
         except UserError as exc:
             problems += exc.diagnostics
             continue
-        problems += _refusals(variant, metadata, options)
-        found.append(metadata)
+        report = run_checks(variant, checks)
+        problems += _refusals(report, metadata)
+        found.append((metadata, report))
     if problems:
         raise UserError(problems)
-    warnings = [w for w in map(_dirty_warning, found) if w is not None]
-    return found, warnings
+    warnings = [w for w in (_dirty_warning(m) for m, _ in found) if w is not None]
+    return [CheckedVariant(metadata, report) for metadata, report in found], warnings
 
 
 def _load_project(directory: Path) -> LoadedConfig | None:
@@ -285,13 +365,13 @@ def resolve_repo_id(options: UploadOptions, loaded: LoadedConfig | None) -> str:
 
 
 def resolve_branch(
-    options: UploadOptions, loaded: LoadedConfig | None, variants: list[VariantMetadata]
+    options: UploadOptions, loaded: LoadedConfig | None, variants: list[CheckedVariant]
 ) -> str:
     hub = loaded.config.general.hub if loaded else None
     branch = options.branch or (hub.branch if hub else None)
     if branch:
         return branch
-    versions = sorted({v.model.version for v in variants})
+    versions = sorted({v.metadata.model.version for v in variants})
     if len(versions) > 1:
         raise UserError.single(
             "Found multiple versions in build variants: " + ", ".join(map(str, versions)),
@@ -300,18 +380,31 @@ def resolve_branch(
     return f"v{versions[0]}"
 
 
-def _card(directory: Path, loaded: LoadedConfig | None, repo_id: str) -> Add | None:
-    for relative in BUILT_CARDS:
-        if (directory / relative).is_file():
-            return Add("README.md", directory / relative)
+def _card(
+    directory: Path, built: Path | None, loaded: LoadedConfig | None, repo_id: str
+) -> Add | None:
+    """The card the build wrote (in the given build, else result/ or build/), else
+    one rendered from the project's template."""
+    written = [built / CARD] if built is not None else [directory / r for r in BUILT_CARDS]
+    for path in written:
+        if path.is_file():
+            return Add("README.md", path)
     if loaded is None:
         return None
     return Add("README.md", render_card(loaded, repo_id).encode("utf-8"))
 
 
-def _benchmarks(directory: Path) -> list[Add]:
-    folder = directory / BENCHMARKS
-    if not folder.is_dir():
+def _benchmarks(directory: Path, built: Path | None) -> list[Add]:
+    """benchmark*.py of the given build (a bundle carries them), else of the project."""
+    folder = next(
+        (
+            base / BENCHMARKS
+            for base in ([built] if built is not None else []) + [directory]
+            if (base / BENCHMARKS).is_dir()
+        ),
+        None,
+    )
+    if folder is None:
         return []
     return [
         Add(f"{BENCHMARKS}/{path.name}", path)
@@ -331,8 +424,11 @@ def prepare_release(directory: Path, options: UploadOptions) -> Release:
     _require_repo_type(options.repo_type)
     loaded = _load_project(directory)
     repo_id = resolve_repo_id(options, loaded)
-    variants, warnings = checked_variants(directory, options.checks)
-    card = _card(directory, loaded, repo_id)
+    built = options.built
+    variants, warnings = checked_variants(
+        built or directory, options.checks, exact=built is not None
+    )
+    card = _card(directory, built, loaded, repo_id)
     if card is None:
         warnings.append(
             Diagnostic(
@@ -345,9 +441,9 @@ def prepare_release(directory: Path, options: UploadOptions) -> Release:
     return Release(
         repo_id=repo_id,
         branch=resolve_branch(options, loaded, variants),
-        variants=[v.path.parent for v in variants],
+        checked=variants,
         card=card,
-        benchmarks=_benchmarks(directory),
+        benchmarks=_benchmarks(directory, built),
         warnings=warnings,
     )
 
@@ -498,9 +594,16 @@ def push(
     return pushed
 
 
-def _repo_url(api: Any, repo_type: str, repo_id: str, branch: str) -> str:
+def _repo_url(endpoint: str, repo_type: str, repo_id: str, branch: str) -> str:
     prefix = "" if repo_type == "model" else f"{repo_type}s/"
-    return f"{api.endpoint}/{prefix}{repo_id}/tree/{branch}"
+    return f"{endpoint}/{prefix}{repo_id}/tree/{branch}"
+
+
+def _endpoint() -> str:
+    """The Hub's address without asking it (HF_ENDPOINT, else huggingface_hub's)."""
+    from huggingface_hub import constants
+
+    return os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
 
 
 def _create(api: Any, release: Release, options: UploadOptions) -> str:
@@ -555,19 +658,21 @@ def upload(
 ) -> UploadResult:
     """Check, plan and (unless `dry_run`) send the upload of `directory`'s variants.
 
-    A dry run only reads from the Hub (branches, files) to plan the deletions.
+    A dry run never contacts the Hub (it works offline): its commits hold the
+    additions only, since the stale files a real upload deletes are not known.
     """
     release = prepare_release(directory, options)
-    api = api or default_api(require_token=not dry_run)
-    repo_id = release.repo_id if dry_run else _create(api, release, options)
-    release.repo_id = repo_id
+    if dry_run:
+        commits = plan_commits(release, NOT_READ)
+        url = _repo_url(_endpoint(), options.repo_type, release.repo_id, release.branch)
+        return UploadResult(release, NOT_READ, commits, url, dry_run)
+    api = api or default_api(require_token=True)
+    repo_id = release.repo_id = _create(api, release, options)
     remote = read_remote(api, repo_id, options.repo_type, release.branch)
     commits = plan_commits(release, remote)
-    pushed: list[Pushed] = []
-    if not dry_run:
-        if not remote.branch_exists and release.branch != MAIN:
-            with _hub_step(f"cannot create branch `{release.branch}` of {repo_id}"):
-                api.create_branch(repo_id, branch=release.branch, repo_type=options.repo_type)
-        pushed = push(api, repo_id, options.repo_type, commits, options.create_pr)
-    url = _repo_url(api, options.repo_type, repo_id, release.branch)
+    if not remote.branch_exists and release.branch != MAIN:
+        with _hub_step(f"cannot create branch `{release.branch}` of {repo_id}"):
+            api.create_branch(repo_id, branch=release.branch, repo_type=options.repo_type)
+    pushed = push(api, repo_id, options.repo_type, commits, options.create_pr)
+    url = _repo_url(api.endpoint, options.repo_type, repo_id, release.branch)
     return UploadResult(release, remote, commits, url, dry_run, pushed)

@@ -177,7 +177,7 @@ let
         ci-test = if ciVariant == null then noVariant "ci-test" else ciTest ciVariant;
         kernels = scripts.kernels;
         build-and-copy = buildAndCopy;
-        build-and-upload = scripts.buildAndUpload buildAndCopy;
+        build-and-upload = scripts.buildAndUpload bundle buildAndCopy;
         variants = offered;
         archVariants = util.unique (map archName offered);
       };

@@ -88,10 +88,11 @@ in
     '';
 
   # `nix run .#build-and-upload [-- --dry-run ...]`, in the kernel directory:
-  # build-and-copy, then `kernelnix upload` of ./build to the Hub repo of
-  # build.toml (which refuses variants of a non-redistributable toolchain).
+  # build-and-copy, then `kernelnix upload` of the bundle's store path (exactly
+  # what was built, whatever ./result or ./build held) to the Hub repo of
+  # build.toml; upload checks every variant under the publishing policy.
   buildAndUpload =
-    buildAndCopy:
+    bundle: buildAndCopy:
     script ciVariant "build-and-upload" (
       if repoId == null then
         throw "kernelnix: build-and-upload needs the Hub repo: set `repo-id` under [general.hub] in build.toml, then run `kernelnix generate`"
@@ -101,7 +102,7 @@ in
           export PYTHONPATH=${kernelnixSrc}
           exec "$KERNELNIX_PYTHON" -m kernelnix upload --repo-id ${shellQuote repoId} ${
             if hub ? branch then "--branch ${shellQuote hub.branch} " else ""
-          }"$@" .
+          }--variants-from ${bundle} "$@" .
         ''
     );
 }

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checks_corpus.corpus import build_corpus
 from click.testing import CliRunner
 from handmade import copy_example, make_variant, plan_metadata
 from hubserver import TOKEN, FakeHub, RecordedCommit
@@ -243,11 +244,14 @@ def test_dry_run_sends_nothing(project: Path, hub: FakeHub) -> None:
     assert hub.writes() == []
     assert hub.repos == {}
     lines = result.output.splitlines()
-    assert f"2 variant(s) for {REPO}, branch v1 (new)" in lines
+    assert f"2 variant(s) for {REPO}, branch v1" in lines
+    assert "checked under the publishing policy (kernel):" in lines
+    assert "  torch-cpu: ok under policy kernel, 3 files, import not checked; " in "\n".join(lines)
     assert "commit to v1: 8 operation(s)" in lines
     assert any(line.startswith("  add    build/torch-cpu/_ops.py  (") for line in lines)
     assert "  add    README.md  (rendered card)" in lines
     assert lines[-1] == f"dry run: nothing was sent to {hub.url}/kernels/{REPO}/tree/v1"
+    assert hub.requests == []  # not even read
 
 
 def test_output_json_and_quiet(project: Path, hub: FakeHub, tmp_path: Path) -> None:
@@ -257,11 +261,15 @@ def test_output_json_and_quiet(project: Path, hub: FakeHub, tmp_path: Path) -> N
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     written = json.loads(summary.read_text())
+    checks = written.pop("checks")
+    assert sorted(checks) == ["torch-cpu", "torch-cuda"]
+    assert checks["torch-cpu"]["settings"]["policy-reason"].startswith("the publishing policy")
     heads = {name: ref.head for name, ref in hub.repos[("kernel", REPO)].branches.items()}
     assert written == {
         "repo-id": REPO,
         "branch": "v1",
         "new-branch": True,
+        "remote-read": True,
         "url": f"{hub.url}/kernels/{REPO}/tree/v1",
         "dry-run": False,
         "variants": ["torch-cpu", "torch-cuda"],
@@ -287,17 +295,32 @@ def test_output_json_of_pull_requests_and_dry_runs(
     assert CliRunner().invoke(main, [*args, "--dry-run"]).exit_code == 0
     planned = json.loads(summary.read_text())
     assert planned["dry-run"] is True
+    assert (planned["remote-read"], planned["new-branch"]) == (False, None)
+    assert planned["checks"]["torch-cpu"]["settings"]["policy"] == "kernel"
     assert [(c["oid"], c["url"]) for c in planned["commits"]] == [(None, None), (None, None)]
     assert CliRunner().invoke(main, [*args, "--create-pr"]).exit_code == 0
     opened = [c["pull-request"] for c in json.loads(summary.read_text())["commits"]]
     assert opened == [f"{hub.url}/kernels/{REPO}/discussions/{n}" for n in (1, 2)]
 
 
-def test_dry_run_plans_deletions(project: Path, hub: FakeHub) -> None:
+def test_dry_run_reads_nothing_and_says_so(project: Path, hub: FakeHub) -> None:
     hub.seed("kernel", REPO, {"main": {}, "v1": {"build/torch-cpu/old.py": b""}})
     result = CliRunner().invoke(main, ["upload", "--dry-run", "--no-import", str(project)])
-    assert "  delete build/torch-cpu/old.py" in result.output.splitlines()
-    assert hub.writes() == []
+    assert result.exit_code == 0, result.output
+    assert not any(line.startswith("  delete") for line in result.output.splitlines())
+    assert "the Hub was not contacted: whether the branch exists" in result.output
+    assert hub.requests == []
+
+
+def test_dry_run_works_with_the_network_off(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    result = CliRunner().invoke(main, ["upload", "--dry-run", "--no-import", str(project)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-1] == (
+        f"dry run: nothing was sent to http://127.0.0.1:9/kernels/{REPO}/tree/v1"
+    )
 
 
 def break_ops(project: Path) -> str:
@@ -318,15 +341,19 @@ def stale_digest(project: Path) -> str:
     return "torch-cpu/metadata.json: digest: __init__.py: hash differs from the digest"
 
 
-def host_build(project: Path) -> str:
+def development_build(project: Path) -> str:
     path = project / "build" / "torch-cpu" / "metadata.json"
     metadata = json.loads(path.read_text())
-    metadata["provenance"]["kernelnix"] = {"toolchain": "host", "redistributable": False}
+    metadata["provenance"]["kernelnix"] = {
+        "toolchain": "host",
+        "redistributable": False,
+        "development-archs": ["9.0"],
+    }
     path.write_text(json.dumps(metadata))
-    return "provenance.kernelnix.redistributable: built with the host toolchain"
+    return "provenance.kernelnix.development-archs: a development build"
 
 
-@pytest.mark.parametrize("damage", [break_ops, break_metadata, stale_digest, host_build])
+@pytest.mark.parametrize("damage", [break_ops, break_metadata, stale_digest, development_build])
 def test_refuses_variants_that_fail_the_checks(
     project: Path, hub: FakeHub, damage: Callable[[Path], str]
 ) -> None:
@@ -335,6 +362,51 @@ def test_refuses_variants_that_fail_the_checks(
     assert result.exit_code == 2, result.output
     assert expected in result.output
     assert "Traceback" not in result.output
+    assert hub.requests == []
+
+
+def test_a_host_built_noarch_variant_is_published_with_its_provenance(
+    project: Path, hub: FakeHub, api: HfApi
+) -> None:
+    path = project / "build" / "torch-cpu" / "metadata.json"
+    metadata = json.loads(path.read_text())
+    metadata["provenance"]["kernelnix"] = {
+        "toolchain": "host",
+        "redistributable": False,
+        "policy": "manylinux_2_36",
+    }
+    path.write_text(json.dumps(metadata))
+    result = run_upload(project, api)
+    assert [c.revision for c in hub.commits] == ["v1", "main"]
+    checked = {c.path.name: c for c in result.release.checked}
+    assert (
+        checked["torch-cpu"]
+        .describe()
+        .endswith("built with the host toolchain, which checked it under manylinux_2_36")
+    )
+    assert checked["torch-cpu"].report.settings["policy"] == "kernel"
+
+
+def test_a_native_variant_is_refused_with_the_violations_of_the_publishing_policy(
+    project: Path, hub: FakeHub
+) -> None:
+    corpus = build_corpus()
+    (project / "build" / "torch-cuda").rename(project / "elsewhere")
+    name = "torch213-cxx11-cpu-x86_64-linux"
+    metadata = plan_metadata("relu", name)
+    metadata["provenance"]["kernelnix"] = {
+        "toolchain": "hermetic",
+        "redistributable": True,
+        "policy": "kernel",
+    }
+    library = corpus.path("dynamic_cxx").read_bytes()
+    files = {f"{metadata['id']}.abi3.so": library}
+    make_variant(project / "build", "relu", name, files=files, metadata=metadata)
+    result = CliRunner().invoke(main, ["upload", "--no-import", str(project)])
+    assert result.exit_code == 2, result.output
+    assert "needed-library: libstdc++.so.6" in result.output
+    assert "(policy kernel)" in result.output
+    assert "-Wl,--exclude-libs,ALL" in result.output  # the fix
     assert hub.requests == []
 
 
@@ -401,21 +473,4 @@ def test_cli_end_to_end_with_every_check(project: Path, hub: FakeHub, tmp_path: 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == f"uploaded: {hub.url}/kernels/{REPO}/tree/v1"
-    assert [c.revision for c in hub.commits] == ["v1", "main"]
-
-
-def test_build_and_upload_builds_then_uploads(
-    project: Path, hub: FakeHub, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import kernelnix.compile.nix
-
-    built: list[tuple[Path, kernelnix.compile.nix.NixOptions]] = []
-    monkeypatch.setattr(
-        kernelnix.compile.nix, "build_and_copy", lambda path, options: built.append((path, options))
-    )
-    result = CliRunner().invoke(
-        main, ["build-and-upload", "--no-import", "--cores", "4", str(project)]
-    )
-    assert result.exit_code == 0, result.output
-    assert [(path, options.cores) for path, options in built] == [(project, 4)]
     assert [c.revision for c in hub.commits] == ["v1", "main"]
