@@ -35,7 +35,6 @@ from kernelnix.core.diagnostics import Diagnostic, UserError
 from kernelnix.core.process import shown
 from kernelnix.emit.escape import nix_string
 from kernelnix.emit.flake import DEFAULT_KERNELNIX_URL, FLAKE_FILE, pristine_settings
-from kernelnix.host.record import HOST_FILE
 from kernelnix.host.system import current_system
 
 # Harmless where nix.conf already enables them; needed where it does not.
@@ -256,13 +255,23 @@ def flake_variants(directory: Path, systems: Sequence[str] | None) -> dict[str, 
     return variants(prepare(directory), systems)
 
 
-def _host_reason(project: FlakeProject, variant: str) -> str:
-    """Why the host record says `variant` cannot be built here, as ": reason", or ""."""
-    record = project.root / HOST_FILE
-    if not record.is_file():
+def _not_offered_reason(project: FlakeProject, system: str, variant: str) -> str:
+    """Why the flake's toolchain leaves `variant` out (its `notOffered` output), as
+    ": reason", or "" when the flake gives none (an older kernelnix, a typo)."""
+    attribute = project.ref(f"notOffered.{system}")
+    command = nix_command(
+        "eval",
+        "--json",
+        attribute,
+        *project.overrides,
+        "--apply",
+        f"r: r.{nix_string(variant)} or null",
+    )
+    try:
+        reason = json.loads(run(command, capture=True))
+    except (UserError, SystemExit):  # no such output: the reason is only missing
         return ""
-    reason = json.loads(record.read_text()).get("not-buildable", {}).get(variant)
-    return f": {reason}" if reason else ""
+    return f": {reason}" if isinstance(reason, str) else ""
 
 
 def _require_offered(project: FlakeProject, variant: str) -> None:
@@ -272,7 +281,7 @@ def _require_offered(project: FlakeProject, variant: str) -> None:
     if variant not in offered:
         raise UserError.single(
             f"the flake does not build variant {variant!r} on {system}"
-            + _host_reason(project, variant),
+            + _not_offered_reason(project, system, variant),
             fix="pick one of: " + (", ".join(offered) or "(none on this machine)"),
         )
 

@@ -11,7 +11,8 @@
 # ciTests.<variant or arch variant>, kernels, build-and-copy,
 # build-and-upload, variants and archVariants (name lists);
 # devShells.<system>: default, test, devShells.<variant or arch variant>,
-# testShells.<variant or arch variant>. `nix eval --json .#variants`
+# testShells.<variant or arch variant>; notOffered.<system>: the variants
+# the toolchain leaves out, each with the reason. `nix eval --json .#variants`
 # (packages.<system>.variants) builds nothing when the plan is committed.
 {
   util,
@@ -82,9 +83,13 @@ let
       };
       systemPlan = plan.systems.${system};
       planVariants = plan.variants.${system};
-      offered = builtins.filter (name: tc.offers system name planVariants.${name}) (
-        map util.checkVariantName systemPlan.variants
+      # Why the toolchain does not build each variant it leaves out.
+      notOffered = util.filterAttrs (name: reason: reason != null) (
+        util.genAttrs (map util.checkVariantName systemPlan.variants) (
+          name: tc.notOffered system name planVariants.${name}
+        )
       );
+      offered = builtins.filter (name: !(notOffered ? ${name})) systemPlan.variants;
       variants = util.genAttrs offered (
         name:
         mkVariant {
@@ -181,6 +186,9 @@ let
         variants = offered;
         archVariants = util.unique (map archName offered);
       };
+      # `nix eval --json .#notOffered.<system>`: variant name -> why the toolchain
+      # does not build it (kernelnix build --variant prints it).
+      inherit notOffered;
       devShells = {
         default = shells.dev (if ciVariant == null then "" else ciVariant);
         test = if ciVariant == null then noVariant "test shell" else shells.test ciVariant variants.${ciVariant};

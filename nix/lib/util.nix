@@ -36,6 +36,11 @@ rec {
       }) names
     );
 
+  # The attributes of `set` for which pred name value holds.
+  filterAttrs =
+    pred: set:
+    builtins.removeAttrs set (builtins.filter (name: !pred name set.${name}) (builtins.attrNames set));
+
   # The first element of a list satisfying pred, or null.
   findFirst =
     pred: list:

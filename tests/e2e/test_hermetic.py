@@ -170,8 +170,28 @@ def drv_name(path: str) -> str:
     return path.split("-", 1)[1].removesuffix(".drv")
 
 
-def expected_offers(project: Path) -> dict[str, list[str]]:
-    """The plan's Linux variants whose backend nixpkgs packages (CPU, CUDA, ROCm)."""
+def wheel_of(system: str, variant: dict[str, Any]) -> tuple[str, str, str]:
+    """(release, system, flavor) of the Torch wheel a plan variant is built with."""
+    data = matrix_data()
+    version = variant.get("backend-version")
+    build_set = next(
+        bs
+        for bs in data["build-sets"]
+        if bs["torch"] == variant["torch"]
+        and bs["backend"] == variant["backend"]
+        and system in bs["systems"]
+        and (version is None or full_version(version) == full_version(bs.get("version") or ""))
+    )
+    flavor = wheels.fill(
+        data["hermetic"]["torch-wheels"]["flavor"][variant["backend"]],
+        build_set.get("version") or "0",
+    )
+    return data["hermetic"]["torch-releases"][variant["torch"]], system, flavor
+
+
+def expected_offers(project: Path, lock: dict[str, Any]) -> dict[str, list[str]]:
+    """The plan's Linux variants whose backend nixpkgs packages (CPU, CUDA, ROCm)
+    and whose Torch wheel `lock` holds."""
     plan = json.loads((project / "kernelnix-plan.json").read_text())
     offered: dict[str, list[str]] = {}
     for system, entries in plan["variants"].items():
@@ -181,15 +201,22 @@ def expected_offers(project: Path) -> dict[str, list[str]]:
             if system.endswith("-linux")
             and entries[name]["backend"] in ("cpu", "cuda", "rocm")
             and entries[name]["kind"] != "tvm-ffi"
+            and locked(lock, *wheel_of(system, entries[name]))
         ]
     return offered
+
+
+def locked(lock: dict[str, Any], release: str, system: str, flavor: str) -> bool:
+    entry = lock["torch"].get(release, {}).get(system, {}).get(flavor)
+    return entry is not None and entry.get("hash") is not None
 
 
 def test_listing_variants_fetches_nothing(setup: Setup) -> None:
     # No override: kernelnix's locked nixpkgs cannot be fetched here, so this
     # passes only because listing the variants never evaluates it.
     done = nix(setup.real, setup.env, "eval", "--json", ".#variants")
-    assert json.loads(done.stdout) == expected_offers(setup.real)[current_system()]
+    real = json.loads(LOCK.read_text())
+    assert json.loads(done.stdout) == expected_offers(setup.real, real)[current_system()]
     assert "download" not in done.stderr and "fetching" not in done.stderr
 
 
@@ -229,7 +256,7 @@ def all_strings(drv: dict[str, Any]) -> Iterator[str]:
 @pytest.mark.parametrize("system", ["x86_64-linux", "aarch64-linux"])
 def test_each_variant_takes_its_own_torch_toolkit_and_glibc_2_27(setup: Setup, system: str) -> None:
     drvs = variant_drvs(setup, system)
-    assert sorted(drvs) == sorted(expected_offers(setup.complete)[system])
+    assert sorted(drvs) == sorted(expected_offers(setup.complete, complete_lock())[system])
     lock = complete_lock()
     plan = json.loads((setup.complete / "kernelnix-plan.json").read_text())
     cuda_versions = {"12.6", "13.0", "13.2"}
@@ -323,15 +350,23 @@ def test_the_build_step_runs_nix_packaged_kernelnix_with_the_default_policy(
     assert "kernels-0.17.2" in [drv_name(p) for p in graph]
 
 
-def test_missing_wheel_hash_names_the_command(setup: Setup) -> None:
-    args = ["eval", "--raw", ".#packages.x86_64-linux.torch213-cxx11-cu126-x86_64-linux.drvPath"]
-    done = nix(setup.real, setup.env, *args, *OVERRIDES, check=False)
-    assert done.returncode != 0
-    assert "wheel-lock.json has no hash for the Torch 2.13.0 wheel for cu126" in done.stderr
-    assert "kernelnix lock-wheels" in done.stderr
-    # The CUDA 13.0 wheels are locked for real (PyPI's): those variants evaluate.
-    locked = ["eval", "--raw", ".#packages.x86_64-linux.torch213-cxx11-cu130-x86_64-linux.drvPath"]
-    assert nix(setup.real, setup.env, *locked, *OVERRIDES).stdout.endswith(".drv")
+def test_a_variant_without_a_locked_wheel_is_not_offered_and_says_why(setup: Setup) -> None:
+    """Only the wheels PyPI serves (CUDA 13.0 and 13.2 builds) can be locked from here;
+    the other variants are left out with the reason, and every offered one evaluates."""
+    reasons = evaluate(setup, setup.real, f"notOffered.{current_system()}")
+    cu126 = reasons["torch213-cxx11-cu126-x86_64-linux"]
+    assert "wheel-lock.json has no hash for the Torch 2.13.0 wheel for cu126" in cu126
+    assert "kernelnix lock-wheels" in cu126
+    assert "torch213-cxx11-cu130-x86_64-linux" not in reasons
+    offered = evaluate(setup, setup.real, "variants")
+    assert offered and not set(offered) & set(reasons)
+    plan = json.loads((setup.real / "kernelnix-plan.json").read_text())
+    assert sorted([*offered, *reasons]) == sorted(plan["systems"][current_system()]["variants"])
+    xpu = [reason for name, reason in reasons.items() if "-xpu" in name]
+    assert xpu and all("nixpkgs has no Intel oneAPI DPC++ toolkit" in r for r in xpu)
+    for name in offered:
+        path = f".#packages.{current_system()}.{name}.drvPath"
+        assert nix(setup.real, setup.env, "eval", "--raw", path, *OVERRIDES).stdout.endswith(".drv")
 
 
 def test_a_toolkit_version_nixpkgs_lacks_is_explained(setup: Setup) -> None:
@@ -369,7 +404,7 @@ def test_bundle_and_scripts_are_built_with_nixpkgs_tools(setup: Setup) -> None:
         assert top["env"]["PATH"].startswith("/nix/store/"), top["env"]["PATH"]
     bundle = closure(setup, drvs["bundle"])[drvs["bundle"]]
     plan = json.loads((setup.complete / "kernelnix-plan.json").read_text())
-    offered = expected_offers(setup.complete)["x86_64-linux"]
+    offered = expected_offers(setup.complete, complete_lock())["x86_64-linux"]
     bundled = [v for v in plan["systems"]["x86_64-linux"]["bundle"] if v in offered]
     assert len(bundle["env"]["variants"].split()) == len(bundled) > 0
     ci = closure(setup, drvs["ci"])[drvs["ci"]]
@@ -648,3 +683,18 @@ def test_kernelnix_steps_take_the_packaged_kernelnix_without_torch(
     strings = list(all_strings(card))
     assert not [s for s in strings for host in host_strings() if host in s]
     assert not [s for s in strings if s.startswith(("/usr", "/bin"))]
+
+
+def test_building_a_variant_the_toolchain_leaves_out_says_why(setup: Setup) -> None:
+    name = "torch213-cxx11-cu126-x86_64-linux"
+    done = subprocess.run(
+        ["kernelnix", "build", "--variant", name, str(setup.real)],
+        env=setup.env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"the flake does not build variant '{name}' on x86_64-linux: " in done.stderr
+    assert "has no hash for the Torch 2.13.0 wheel for cu126" in done.stderr
+    assert "Traceback" not in done.stderr

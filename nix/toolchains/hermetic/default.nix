@@ -7,9 +7,10 @@
 # host Python, no impure variables), and outputs may come from a binary cache.
 #
 # Offered: the plan's Linux variants of build sets whose backend nixpkgs
-# packages (matrix.json: hermetic.toolkits.<backend>.offered), except
-# tvm-ffi. Deciding that reads data only: `nix eval .#variants` imports no
-# nixpkgs.
+# packages (matrix.json: hermetic.toolkits.<backend>.offered) and whose Torch
+# wheel is locked (kernelnix/data/wheel-lock.json), except tvm-ffi; the others
+# with the reason (`notOffered`). Deciding that reads data only: `nix eval
+# .#variants` imports no nixpkgs.
 #
 # Interface: see ../host/default.nix.
 { util, hermetic, ... }:
@@ -44,7 +45,7 @@ let
     else
       (pkgsFor system).kernelnixHermetic.entries.${select.key bs};
 
-  offers =
+  notOffered =
     system: name: variant:
     if !haveNixpkgs then
       throw needNixpkgs
@@ -52,7 +53,12 @@ let
       let
         bs = select.buildSetOf system variant;
       in
-      variant.kind != "tvm-ffi" && bs != null && select.offered bs;
+      if variant.kind == "tvm-ffi" then
+        "the hermetic toolchain does not build tvm-ffi kernels (use the host toolchain)"
+      else if bs == null then
+        "no build set of matrix.json gives Torch ${variant.torch} with ${variant.backend} on ${system}"
+      else
+        select.notOffered system bs;
 
   variantEnv =
     {
@@ -107,7 +113,7 @@ in
 {
   name = "hermetic";
   redistributable = true;
-  inherit offers variantEnv;
+  inherit notOffered variantEnv;
   buildTools =
     system:
     let

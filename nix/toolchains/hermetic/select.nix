@@ -70,9 +70,20 @@ rec {
     else
       [ ];
 
-  # Whether variants of a build set are offered: CPU always, a toolkit when
-  # matrix.json says nixpkgs has it (`offered`).
-  offered = bs: bs.backend == "cpu" || (data.toolkits.${bs.backend}.offered or false);
+  # Why variants of a build set are not offered, or null when they are: CPU
+  # always is; a toolkit when matrix.json says nixpkgs has it (`offered`, else
+  # its `not-offered` reason); and only with a locked Torch wheel.
+  notOffered =
+    system: bs:
+    let
+      toolkit = data.toolkits.${bs.backend} or { };
+    in
+    if bs.backend != "cpu" && !(toolkit.offered or false) then
+      toolkit.not-offered or "the hermetic toolchain has no ${bs.backend} toolkit (matrix.json: hermetic.toolkits)"
+    else if flavor bs == null then
+      "Torch publishes no Linux wheel for ${bs.backend}"
+    else
+      wheelProblem system bs;
 
   # A version without trailing zero components, as the plan writes them
   # ("13.0" -> "13", "2026.0.0" -> "2026").
@@ -125,8 +136,9 @@ rec {
     ) data.systems
   );
 
-  # The locked Torch wheel of a build set: { url; hash; ... }.
-  torchWheel =
+  # Why the Torch wheel of a build set cannot be fetched, or null when it is
+  # locked: the toolchain does not offer a variant it could not evaluate.
+  wheelProblem =
     system: bs:
     let
       rel = release bs;
@@ -135,11 +147,23 @@ rec {
       what = "the Torch ${rel} wheel for ${fl} on ${system} (${key bs})";
     in
     if entry == null || (entry.hash or null) == null then
-      throw "kernelnix (hermetic toolchain): ${lockFile} has no hash for ${what}; ${lockCommand}"
+      "${lockFile} has no hash for ${what}; ${lockCommand}"
     else if entry.python != data.python.wheel-tag then
-      throw "kernelnix (hermetic toolchain): ${lockFile} locks ${what} for ${entry.python}, the toolchain's Python is ${data.python.wheel-tag}; ${lockCommand}"
+      "${lockFile} locks ${what} for ${entry.python}, the toolchain's Python is ${data.python.wheel-tag}; ${lockCommand}"
     else
-      entry // { version = rel; };
+      null;
+
+  # The locked Torch wheel of a build set: { url; hash; ... }.
+  torchWheel =
+    system: bs:
+    let
+      problem = wheelProblem system bs;
+      rel = release bs;
+    in
+    if problem != null then
+      throw "kernelnix (hermetic toolchain): ${problem}"
+    else
+      lock.torch.${rel}.${system}.${flavor bs} // { version = rel; };
 
   # A locked pure-Python or abi3 wheel (the `kernels` loader): { url; hash; dependencies; }.
   pythonWheel =

@@ -11,7 +11,9 @@
 # matrix.json's `toolchains`:
 #   { util, kernelnixSrc, hermetic, ... } -> { path, plan, nixpkgs, overlays } -> {
 #     name; redistributable;
-#     offers = system -> name -> variant -> bool;  # variant: the plan's entry
+#     notOffered = system -> name -> variant -> null or string;
+#                           # why the toolchain does not build a variant (the
+#                           # plan's entry); null when it does
 #     variantEnv = { system, name, variant } -> { builder; setup; env; passthru? };
 #                           # inputs of the shared variant derivation (nix/lib/variant.nix)
 #     stepEnv = system -> { builder; setup; env };
@@ -56,7 +58,7 @@ let
     system:
     let
       # nix/lib/step.nix with this toolchain's step inputs; the toolchain itself
-      # cannot be passed, its `offers` needs this result.
+      # cannot be passed, its `notOffered` needs this result.
       step = import ../../lib/step.nix { toolchain.stepEnv = _: hostStep "any"; };
       probe = step {
         inherit system;
@@ -73,14 +75,19 @@ let
 
   # Without a record, only the CPU variants of the probe are offered, as before
   # any record: what `ci-test` can then load with the probed Torch is certain.
-  offers =
+  notOffered =
     system: name: variant:
     let
       known = if record == null then probed system else record;
     in
-    known.system == system
-    && builtins.elem name known.variants
-    && (record != null || variant.backend == "cpu");
+    if known.system != system then
+      "this machine is ${known.system}"
+    else if !builtins.elem name known.variants then
+      (known.not-buildable or { }).${name} or "this machine cannot build it"
+    else if record == null && variant.backend != "cpu" then
+      "without kernelnix-host.json only CPU variants are offered; ${regenerate}"
+    else
+      null;
 
   scriptEnv = {
     hostEnv = ./env.sh;
@@ -113,7 +120,7 @@ in
   name = "host";
   redistributable = false;
   inherit
-    offers
+    notOffered
     variantEnv
     scriptEnv
     ;
