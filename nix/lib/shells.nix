@@ -20,6 +20,7 @@ let
     variantName: name: env: shellHook:
     util.mkShell {
       inherit system name;
+      inherit (toolchain.buildTools system) bash;
       env = envFor variantName // env // { KERNELNIX_REPO_ID = repoId; KERNELNIX_SOURCE = kernelnixSrc; };
       shellHook = setup + shellHook;
     };

@@ -103,18 +103,21 @@ rec {
 
   # A derivation for `nix develop`: the variables in `env` plus `shellHook`.
   # Building it is not meant to work; `nix develop` only reads its environment.
+  # `bash`: the bash `nix develop` runs the shell's environment with: a store
+  # path for a build in the sandbox (the hermetic toolchain's).
   mkShell =
     {
       system,
       name,
       env,
       shellHook ? "",
+      bash ? "/bin/bash",
     }:
     builtins.derivation (
       env
       // {
         inherit system name shellHook;
-        builder = "/bin/bash";
+        builder = bash;
         outputs = [ "out" ];
         args = [
           "-c"

@@ -123,6 +123,7 @@ class Setup:
     real: Path  # a kernel project on kernelnix with the real wheel lock
     complete: Path  # the same on kernelnix with a complete (stand-in) lock
     kernelnix_url: str
+    complete_url: str
 
 
 def hermetic_project(example: Path, dest: Path, kernelnix_url: str, env: dict[str, str]) -> Path:
@@ -148,6 +149,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
         real=hermetic_project(EXAMPLES / "relu", projects / "real", real_url, env),
         complete=hermetic_project(EXAMPLES / "relu", projects / "complete", complete_url, env),
         kernelnix_url=real_url,
+        complete_url=complete_url,
     )
 
 
@@ -287,10 +289,15 @@ def test_each_variant_takes_its_own_torch_toolkit_and_glibc_2_27(setup: Setup, s
             others = cuda_versions - {version}
             assert not [n for n in names if any(n.endswith(f"-{o}") for o in others)], name
             assert top["env"]["CUDAToolkit_ROOT"].endswith(f"-cuda-merged-{version}")
+            # Torch finds the driver through the driver runpath (libcuda.so.1).
+            assert "auto-add-driver-runpath-hook" in names, name
+            assert top["env"]["CUDAHOSTCXX"] == top["env"]["CXX"]  # nvcc's host: glibc 2.27
         elif variant["backend"] == "rocm":
             assert any(n.startswith(f"clr-{version}.") for n in names), name
         else:
             assert not [n for n in names if n.startswith(("cuda", "clr-"))], name
+        if variant["backend"] != "cuda":
+            assert "auto-add-driver-runpath-hook" not in names, name
 
         # The compiler: a wrapper whose C library is glibc 2.27, around a gcc
         # compiled again on it; the newer glibc of nixpkgs is not in its closure.
@@ -310,7 +317,14 @@ def test_each_variant_takes_its_own_torch_toolkit_and_glibc_2_27(setup: Setup, s
             assert "/usr/" not in value and not value.startswith("/bin/"), (name, value)
             for host in host_strings():
                 assert host not in value, (name, host)
-        for key in ("__noChroot", "__impure", "impureEnvVars", "allowSubstitutes"):
+        # Substitutable and distributable: remote builders and binary caches take it.
+        for key in (
+            "__noChroot",
+            "__impure",
+            "impureEnvVars",
+            "allowSubstitutes",
+            "preferLocalBuild",
+        ):
             assert key not in top["env"], (name, key)
         assert top["builder"].startswith("/nix/store/") and top["builder"].endswith("/bin/bash")
         for entry in top["env"]["PATH"].split(":"):
@@ -698,3 +712,77 @@ def test_building_a_variant_the_toolchain_leaves_out_says_why(setup: Setup) -> N
     assert f"the flake does not build variant '{name}' on x86_64-linux: " in done.stderr
     assert "has no hash for the Torch 2.13.0 wheel for cu126" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_variant_python_carries_the_kernels_python_depends(
+    setup: Setup, tmp_path: Path
+) -> None:
+    source = tmp_path / "relu"
+    shutil.copytree(EXAMPLES / "relu", source, ignore=shutil.ignore_patterns("build", "result"))
+    toml = source / "build.toml"
+    toml.write_text(
+        toml.read_text().replace("[general]\n", '[general]\npython-depends = ["einops"]\n', 1)
+    )
+    project = hermetic_project(source, tmp_path / "project", setup.complete_url, setup.env)
+    name = "torch213-cxx11-cu130-x86_64-linux"
+    drv = evaluate(setup, project, f"packages.x86_64-linux.{name}.drvPath")
+    graph = closure(setup, drv)
+    python = graph[drv]["env"]["KERNELNIX_PYTHON"].removesuffix("/bin/python3")
+    env_drv = next(p for p, d in graph.items() if d["outputs"]["out"]["path"] == python)
+    assert "python3.13-einops" in [drv_name(p) for p in closure(setup, env_drv)]
+    # ci-test runs the kernel's tests with the same Python.
+    script = evaluate(setup, project, "packages.x86_64-linux.ci-test.drvPath")
+    assert "python3.13-einops" in [drv_name(p) for p in closure(setup, script)]
+
+
+def _shown(setup: Setup, project: Path, drvs: list[str]) -> dict[str, Any]:
+    shown: dict[str, Any] = json.loads(
+        nix(
+            project, setup.env, "show-derivation", "-r", *drvs, "--option", "sandbox", "true"
+        ).stdout
+    )
+    return shown
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))
+def test_every_offered_variant_shell_and_script_evaluates_for_the_sandbox(
+    setup: Setup, tmp_path: Path, example: str
+) -> None:
+    """Every example, with the sandbox on: each variant the toolchain offers, its
+    dev and test shells and the scripts evaluate, and every derivation they need
+    is built by a store path with store-path tools (nothing of /bin or /usr)."""
+    project = hermetic_project(
+        EXAMPLES / example, tmp_path / example, setup.complete_url, setup.env
+    )
+    system = "x86_64-linux"
+    sandboxed = [*OVERRIDES, "--option", "sandbox", "true"]
+    offered = json.loads(
+        nix(
+            project, setup.env, "eval", "--json", f".#packages.{system}.variants", *sandboxed
+        ).stdout
+    )
+    reasons = json.loads(
+        nix(project, setup.env, "eval", "--json", f".#notOffered.{system}", *sandboxed).stdout
+    )
+    plan = json.loads((project / "kernelnix-plan.json").read_text())
+    assert sorted([*offered, *reasons]) == sorted(plan["systems"][system]["variants"])
+    if not offered:
+        assert all(reasons.values())
+        return
+    packages = (
+        "ps: [ ps.bundle.drvPath ps.ci-test.drvPath ] ++ map (n: ps.${n}.drvPath) ps.variants"
+    )
+    shells = "sh: [ sh.default.drvPath sh.test.drvPath ]"
+    drvs = [
+        drv
+        for attribute, apply in ((f"packages.{system}", packages), (f"devShells.{system}", shells))
+        for drv in json.loads(
+            nix(
+                project, setup.env, "eval", "--json", f".#{attribute}", "--apply", apply, *sandboxed
+            ).stdout
+        )
+    ]
+    for path, drv in _shown(setup, project, drvs).items():
+        assert drv["builder"].startswith("/nix/store/"), (path, drv["builder"])
+        for value in all_strings(drv):
+            assert not value.startswith(("/bin/", "/usr/")), (path, value)

@@ -35,6 +35,24 @@ let
     inherit overlays;
   };
 
+  # A variant's python-depends (its metadata.json's), as nixpkgs Python
+  # packages: the build's import check, ci-test and the shells need them.
+  dependencyOf =
+    variant: name:
+    hermetic.pythonDependencies.general.${name}
+      or hermetic.pythonDependencies.backends.${variant.backend}.${name}
+      or { nix = [ ]; };
+  unpackaged =
+    variant:
+    builtins.filter (name: (dependencyOf variant name).nix == [ ]) variant.metadata.python-depends;
+  pythonDependsOf =
+    variant: ps:
+    map (
+      attr:
+      ps.${attr}
+        or (throw "kernelnix (hermetic toolchain): nixpkgs' Python has no ${attr}, a python-depends of the kernel")
+    ) (builtins.concatMap (name: (dependencyOf variant name).nix) variant.metadata.python-depends);
+
   entryOf =
     system: variant:
     let
@@ -57,6 +75,8 @@ let
         "the hermetic toolchain does not build tvm-ffi kernels (use the host toolchain)"
       else if bs == null then
         "no build set of matrix.json gives Torch ${variant.torch} with ${variant.backend} on ${system}"
+      else if unpackaged variant != [ ] then
+        "nixpkgs has no package for its python-depends ${builtins.concatStringsSep ", " (unpackaged variant)} (kernelnix/data/python_dependencies.json)"
       else
         select.notOffered system bs;
 
@@ -72,7 +92,9 @@ let
     {
       builder = entry.shell;
       setup = ./setup.sh;
-      env = entry.env;
+      env = entry.env // {
+        KERNELNIX_PYTHON = "${entry.pythonEnvWith (pythonDependsOf variant)}/bin/python3";
+      };
       # What the derivation was given, for inspection (nix eval) and tests.
       passthru.hermetic = {
         inherit (entry)
@@ -100,12 +122,14 @@ let
       throw "kernelnix (hermetic toolchain): no variant ${variantName} to take a Python from"
     else
       let
-        entry = entryOf system plan.variants.${system}.${variantName};
+        variant = plan.variants.${system}.${variantName};
+        entry = entryOf system variant;
         native = map (p: "${p.bin or p}/bin") (pythonNativeCheckInputs entry.python.pkgs);
+        python = entry.pythonEnvWith (ps: pythonDependsOf variant ps ++ pythonCheckInputs ps);
       in
       entry.env
       // {
-        KERNELNIX_PYTHON = "${entry.pythonEnvWith pythonCheckInputs}/bin/python3";
+        KERNELNIX_PYTHON = "${python}/bin/python3";
         PATH = builtins.concatStringsSep ":" (native ++ [ entry.env.PATH ]);
         hostEnv = ./env.sh;
       };
@@ -121,6 +145,7 @@ in
     in
     {
       shell = "${pkgs.bash}/bin/bash";
+      bash = "${pkgs.bash}/bin/bash";
       path = "${pkgs.coreutils}/bin";
     };
   # kernelnix's other steps (the plan, CARD.md): kernelnix without Torch.

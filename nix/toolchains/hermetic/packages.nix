@@ -57,6 +57,10 @@ let
 in
 {
   inherit select pythonSource;
+  # general.python-depends names -> nixpkgs' python3.pkgs attributes (`nix`).
+  pythonDependencies = builtins.fromJSON (
+    builtins.readFile (root + "/kernelnix/data/python_dependencies.json")
+  );
   # Whether the kernelnix flake brought its pinned nixpkgs (never forces it).
   hasPinnedNixpkgs = inputs ? nixpkgs;
   pinnedNixpkgs = inputs.nixpkgs;

@@ -3,7 +3,8 @@
 # its libraries against Nix store paths: the CUDA libraries of the build set's
 # cudaPackages replace the wheel's nvidia-* / cuda-toolkit pip requirements;
 # ROCm wheels keep the ROCm libraries they bundle. The driver (libcuda.so.1)
-# comes from the machine that runs the kernel, never from the build.
+# comes from the machine that runs the kernel, never from the build: it is
+# found through the driver runpath nixpkgs' autoAddDriverRunpath adds.
 {
   pkgs,
   python,
@@ -63,7 +64,12 @@ python.pkgs.buildPythonPackage {
   inherit (wheel) version;
   format = "wheel";
   src = import ./fetch-wheel.nix { inherit (pkgs) fetchurl; } wheel;
-  nativeBuildInputs = [ pkgs.autoPatchelfHook ];
+  # CUDA: the driver's directory (/run/opengl-driver/lib on NixOS) in every
+  # library's RUNPATH, where Torch dlopens libcuda.so.1 from at run time.
+  nativeBuildInputs = [
+    pkgs.autoPatchelfHook
+  ]
+  ++ (if backend == "cuda" then [ pkgs.autoAddDriverRunpath ] else [ ]);
   buildInputs = [ (libraryOutput pkgs.stdenv.cc.cc) ] ++ backendLibraries;
   dependencies = pythonDependencies;
   # The wheel's requirements on nvidia-*, cuda-toolkit, cuda-bindings,

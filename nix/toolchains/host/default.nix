@@ -19,7 +19,8 @@
 #     stepEnv = system -> { builder; setup; env };
 #                           # the same for other kernelnix commands (nix/lib/step.nix):
 #                           # the plan when none is committed, the bundle's CARD.md
-#     buildTools = system -> { shell; path; };  # for the bundle and scripts' builders
+#     buildTools = system -> { shell; bash; path; };  # the bundle's and scripts'
+#                           # builder and PATH; bash: what `nix develop` runs
 #     scriptEnv = attrs;    # env of generated scripts: they source $hostEnv first
 #     shellEnv = attrs;     # env of dev and test shells
 #     (optional) scriptEnvFor, shellEnvFor = variantName -> attrs: per variant
@@ -127,6 +128,7 @@ in
   stepEnv = system: hostStep "any";
   buildTools = system: {
     shell = "/bin/sh";
+    bash = "/bin/bash";
     path = "/usr/bin:/bin";
   };
   shellEnv = scriptEnv;
