@@ -294,6 +294,18 @@ def test_each_variant_takes_its_own_torch_toolkit_and_glibc_2_27(setup: Setup, s
             assert top["env"]["CUDAHOSTCXX"] == top["env"]["CXX"]  # nvcc's host: glibc 2.27
         elif variant["backend"] == "rocm":
             assert any(n.startswith(f"clr-{version}.") for n in names), name
+            # The HIP compiler: ROCm's clang on glibc 2.27 with the rebuilt gcc's
+            # libstdc++; the headers ATen's HIP headers include.
+            hip_out = top["env"]["HIPCXX"].removesuffix("/bin/clang++")
+            hip_drv = next(p for p, d in graph.items() if d["outputs"]["out"]["path"] == hip_out)
+            hip_names = [drv_name(p) for p in closure(setup, hip_drv)]
+            assert "glibc-2.27" in hip_names and "glibc-2.42" not in hip_names, hip_names
+            assert any(n.startswith("rocm-llvm-clang-unwrapped-") for n in hip_names)
+            includes = top["env"]["KERNELNIX_HIP_INCLUDE"].split(";")
+            headers = ("rocprim", "hipcub", "rocthrust", "rocwmma", "hipsparselt")
+            assert [drv_name(p.removesuffix("/include")).rsplit("-", 1)[0] for p in includes] == [
+                *headers
+            ], includes
         else:
             assert not [n for n in names if n.startswith(("cuda", "clr-"))], name
         if variant["backend"] != "cuda":

@@ -112,6 +112,11 @@ function(kernelnix_torch_target ops_id backend stable_abi_hex)
     # After the toolkit's own headers: the pip CUDA libraries' (cuBLAS, cuSPARSE...).
     target_include_directories(kernelnix_torch SYSTEM AFTER INTERFACE ${TORCH_CUDA_WHEEL_INCLUDE})
   endif()
+  if(backend STREQUAL "rocm" AND DEFINED ENV{KERNELNIX_HIP_INCLUDE})
+    # The hermetic toolchain's rocPRIM, hipCUB, rocThrust, rocWMMA (...)
+    # headers, which ATen's HIP headers include: a ROCm Torch wheel lacks them.
+    target_include_directories(kernelnix_torch SYSTEM INTERFACE $ENV{KERNELNIX_HIP_INCLUDE})
+  endif()
   if(backend STREQUAL "cuda" AND NOT TORCH_CUDA)
     # A CPU Torch lacks c10's generated CUDA config header (compile-only check).
     target_compile_definitions(kernelnix_torch INTERFACE C10_CUDA_NO_CMAKE_CONFIGURE_FILE)

@@ -86,6 +86,26 @@ let
 
   cudaToolkit = toolkit.cudatoolkit or (throw "kernelnix (hermetic toolchain): ${key}: the CUDA package set has no cudatoolkit");
   rocmRoot = toolkit.clr or (throw "kernelnix (hermetic toolchain): ${key}: the ROCm package set has no clr");
+  rocmPackage =
+    name:
+    toolkit.${name}
+      or (throw "kernelnix (hermetic toolchain): ${key}: the ROCm package set has no ${name}, whose headers ATen's HIP headers include");
+  # The HIP compiler: ROCm's clang, wrapped again for glibc 2.27 (binutils,
+  # C library and libstdc++ of this build set's compiler), like CC and CXX.
+  hipCc = glibc.wrapWith {
+    cc = (rocmPackage "llvm").clang.cc;
+    gccForLibs = cc.cc;
+  };
+  # What ATen's HIP headers include besides HIP itself; hipSPARSELt where
+  # nixpkgs has it (ATen includes it only when Torch was built with it).
+  hipHeaders =
+    map rocmPackage [
+      "rocprim"
+      "hipcub"
+      "rocthrust"
+      "rocwmma"
+    ]
+    ++ (if toolkit ? hipsparselt then [ toolkit.hipsparselt ] else [ ]);
   backendTools =
     if backend == "cuda" then
       [ cudaToolkit ]
@@ -106,6 +126,10 @@ let
       {
         ROCM_PATH = rocmRoot;
         HIP_PATH = rocmRoot;
+        # CMake's HIP compiler, and include directories kernelnix.cmake adds.
+        HIPCXX = "${hipCc}/bin/clang++";
+        "NIX_CC_WRAPPER_TARGET_HOST_${hipCc.suffixSalt}" = "1";
+        KERNELNIX_HIP_INCLUDE = builtins.concatStringsSep ";" (map (p: "${p}/include") hipHeaders);
       }
     else
       { };

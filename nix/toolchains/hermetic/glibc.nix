@@ -60,6 +60,17 @@ let
       inherit bintools;
     };
 
+  # Another compiler (ROCm's clang) on glibc 2.27, with the C++ library of
+  # `gccForLibs` (a gcc of stdenvFor, so libstdc++ is on glibc 2.27 too).
+  wrapWith =
+    {
+      cc,
+      gccForLibs,
+    }:
+    pkgs.wrapCCWith {
+      inherit cc bintools gccForLibs;
+    };
+
   stdenvFor =
     gcc:
     let
@@ -75,5 +86,5 @@ let
     pkgs.overrideCC pkgs.stdenv (wrap rebuilt);
 in
 {
-  inherit glibc stdenvFor;
+  inherit glibc stdenvFor wrapWith;
 }
