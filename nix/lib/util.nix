@@ -36,6 +36,12 @@ rec {
       }) names
     );
 
+  # "cutlass_3_8" -> "CUTLASS_3_8"
+  toUpper = builtins.replaceStrings (characters "abcdefghijklmnopqrstuvwxyz") (
+    characters "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+  );
+  characters = s: builtins.genList (i: builtins.substring i 1 s) (builtins.stringLength s);
+
   # The attributes of `set` for which pred name value holds.
   filterAttrs =
     pred: set:

@@ -798,3 +798,61 @@ def test_every_offered_variant_shell_and_script_evaluates_for_the_sandbox(
         assert drv["builder"].startswith("/nix/store/"), (path, drv["builder"])
         for value in all_strings(drv):
             assert not value.startswith(("/bin/", "/usr/")), (path, value)
+
+
+def test_header_dependencies_are_fetched_as_pinned(setup: Setup, tmp_path: Path) -> None:
+    """examples/cute-scale's CUDA kernel `depends` on cutlass_3_8: its variant gets
+    CUTLASS 3.8.0's source, a fixed-output fetch of the pinned tag and hash, as
+    KERNELNIX_DEP_CUTLASS_3_8, where the build step looks."""
+    project = hermetic_project(
+        EXAMPLES / "cute-scale", tmp_path / "cute-scale", setup.complete_url, setup.env
+    )
+    name = "torch213-cxx11-cu130-x86_64-linux"
+    drv = evaluate(setup, project, f"packages.x86_64-linux.{name}.drvPath")
+    graph = closure(setup, drv)
+    include = graph[drv]["env"]["KERNELNIX_DEP_CUTLASS_3_8"]
+    assert include.endswith("/include")
+    source = next(
+        d for d in graph.values() if d["outputs"]["out"]["path"] == include.removesuffix("/include")
+    )
+    pins = json.loads((ROOT / "kernelnix" / "data" / "dependencies.json").read_text())
+    pin = pins["dependencies"]["cutlass_3_8"]["hermetic"]
+    assert (source["env"]["owner"], source["env"]["repo"], source["env"]["rev"]) == (
+        "NVIDIA",
+        "cutlass",
+        "v3.8.0",
+    )
+    assert (
+        source["outputs"]["out"]["hash"]
+        == base64.b64decode(pin["hash"].removeprefix("sha256-")).hex()
+    )
+    # A kernel without `depends` (relu) gets none.
+    relu = evaluate(setup, setup.complete, f"packages.x86_64-linux.{name}.drvPath")
+    assert not [k for k in closure(setup, relu)[relu]["env"] if k.startswith("KERNELNIX_DEP_")]
+
+
+def test_a_dependency_without_a_pin_leaves_the_variant_out(setup: Setup, tmp_path: Path) -> None:
+    source = tmp_path / "cute-scale"
+    shutil.copytree(EXAMPLES / "cute-scale", source)
+    toml = source / "build.toml"
+    toml.write_text(toml.read_text().replace('"cutlass_3_8"', '"cutlass_4_5"'))
+    project = hermetic_project(source, tmp_path / "project", setup.complete_url, setup.env)
+    reasons = evaluate(setup, project, "notOffered.x86_64-linux")
+    cuda = {n: r for n, r in reasons.items() if "-cu1" in n}
+    assert cuda and all(
+        "no pinned source for cutlass_4_5 (kernelnix/data/dependencies.json" in r
+        for r in cuda.values()
+    )
+    assert evaluate(setup, project, "variants") == []  # cute-scale is a CUDA-only kernel
+
+
+def test_every_dependency_pin_is_well_formed() -> None:
+    data = json.loads((ROOT / "kernelnix" / "data" / "dependencies.json").read_text())
+    pinned = {key: entry for key, entry in data["dependencies"].items() if "hermetic" in entry}
+    assert sorted(set(data["dependencies"]) - set(pinned)) == ["cutlass_4_5"]
+    for key, entry in pinned.items():
+        pin = entry["hermetic"]
+        assert pin["tag"] == f"v{entry['version']}", key
+        assert (pin["owner"], pin["repo"]) == ("NVIDIA", "cutlass"), key
+        assert re.fullmatch(r"sha256-[A-Za-z0-9+/]{43}=", pin["hash"]), key
+    assert len({entry["hermetic"]["hash"] for entry in pinned.values()}) == len(pinned)

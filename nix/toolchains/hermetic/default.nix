@@ -53,6 +53,47 @@ let
         or (throw "kernelnix (hermetic toolchain): nixpkgs' Python has no ${attr}, a python-depends of the kernel")
     ) (builtins.concatMap (name: (dependencyOf variant name).nix) variant.metadata.python-depends);
 
+  # The header dependencies (CUTLASS, ...) of the kernels a variant compiles,
+  # fetched as kernelnix/data/dependencies.json pins them; the build step finds
+  # each through KERNELNIX_DEP_<NAME> (kernelnix.compile.dependencies).
+  headerDependsOf =
+    variant:
+    util.unique (
+      builtins.filter (name: hermetic.headerDependencies ? ${name}) (
+        builtins.concatMap (kernel: plan.kernels.${kernel}.depends or [ ]) (
+          builtins.attrNames variant.compile
+        )
+      )
+    );
+  unpinned =
+    variant:
+    builtins.filter (name: !(hermetic.headerDependencies.${name} ? hermetic)) (
+      headerDependsOf variant
+    );
+  dependencyEnv =
+    system: variant:
+    builtins.listToAttrs (
+      map (
+        name:
+        let
+          pin = hermetic.headerDependencies.${name}.hermetic;
+        in
+        {
+          name = "KERNELNIX_DEP_${util.toUpper (builtins.replaceStrings [ "-" "." ] [ "_" "_" ] name)}";
+          value = "${
+            (pkgsFor system).fetchFromGitHub {
+              inherit (pin)
+                owner
+                repo
+                tag
+                hash
+                ;
+            }
+          }/include";
+        }
+      ) (headerDependsOf variant)
+    );
+
   entryOf =
     system: variant:
     let
@@ -75,6 +116,8 @@ let
         "the hermetic toolchain does not build tvm-ffi kernels (use the host toolchain)"
       else if bs == null then
         "no build set of matrix.json gives Torch ${variant.torch} with ${variant.backend} on ${system}"
+      else if unpinned variant != [ ] then
+        "the hermetic toolchain has no pinned source for ${builtins.concatStringsSep ", " (unpinned variant)} (kernelnix/data/dependencies.json: hermetic)"
       else if unpackaged variant != [ ] then
         "nixpkgs has no package for its python-depends ${builtins.concatStringsSep ", " (unpackaged variant)} (kernelnix/data/python_dependencies.json)"
       else
@@ -92,9 +135,12 @@ let
     {
       builder = entry.shell;
       setup = ./setup.sh;
-      env = entry.env // {
-        KERNELNIX_PYTHON = "${entry.pythonEnvWith (pythonDependsOf variant)}/bin/python3";
-      };
+      env =
+        entry.env
+        // dependencyEnv system variant
+        // {
+          KERNELNIX_PYTHON = "${entry.pythonEnvWith (pythonDependsOf variant)}/bin/python3";
+        };
       # What the derivation was given, for inspection (nix eval) and tests.
       passthru.hermetic = {
         inherit (entry)

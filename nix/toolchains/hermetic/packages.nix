@@ -57,6 +57,9 @@ let
 in
 {
   inherit select pythonSource;
+  # build.toml `depends` that give headers, with their pinned GitHub sources.
+  headerDependencies =
+    (builtins.fromJSON (builtins.readFile (root + "/kernelnix/data/dependencies.json"))).dependencies;
   # general.python-depends names -> nixpkgs' python3.pkgs attributes (`nix`).
   pythonDependencies = builtins.fromJSON (
     builtins.readFile (root + "/kernelnix/data/python_dependencies.json")
