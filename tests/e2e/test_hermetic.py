@@ -826,21 +826,30 @@ def test_header_dependencies_are_fetched_as_pinned(setup: Setup, tmp_path: Path)
         source["outputs"]["out"]["hash"]
         == base64.b64decode(pin["hash"].removeprefix("sha256-")).hex()
     )
+    # The dev shell (for `kernelnix build --local` in it) has it too.
+    shell = evaluate(setup, project, "devShells.x86_64-linux.default.drvPath")
+    assert closure(setup, shell)[shell]["env"]["KERNELNIX_DEP_CUTLASS_3_8"] == include
     # A kernel without `depends` (relu) gets none.
     relu = evaluate(setup, setup.complete, f"packages.x86_64-linux.{name}.drvPath")
     assert not [k for k in closure(setup, relu)[relu]["env"] if k.startswith("KERNELNIX_DEP_")]
 
 
 def test_a_dependency_without_a_pin_leaves_the_variant_out(setup: Setup, tmp_path: Path) -> None:
-    source = tmp_path / "cute-scale"
-    shutil.copytree(EXAMPLES / "cute-scale", source)
-    toml = source / "build.toml"
-    toml.write_text(toml.read_text().replace('"cutlass_3_8"', '"cutlass_4_5"'))
-    project = hermetic_project(source, tmp_path / "project", setup.complete_url, setup.env)
+    """On a kernelnix whose dependencies.json lacks the cutlass_3_8 pin."""
+    kernelnix = tmp_path / "kernelnix"
+    clone_worktree(kernelnix)
+    data = kernelnix / "kernelnix" / "data" / "dependencies.json"
+    pins = json.loads(data.read_text())
+    del pins["dependencies"]["cutlass_3_8"]["hermetic"]
+    data.write_text(json.dumps(pins))
+    git(kernelnix, "commit", "-q", "-am", "no cutlass_3_8 pin")
+    project = hermetic_project(
+        EXAMPLES / "cute-scale", tmp_path / "project", f"git+file://{kernelnix}", setup.env
+    )
     reasons = evaluate(setup, project, "notOffered.x86_64-linux")
     cuda = {n: r for n, r in reasons.items() if "-cu1" in n}
     assert cuda and all(
-        "no pinned source for cutlass_4_5 (kernelnix/data/dependencies.json" in r
+        "no pinned source for cutlass_3_8 (kernelnix/data/dependencies.json" in r
         for r in cuda.values()
     )
     assert evaluate(setup, project, "variants") == []  # cute-scale is a CUDA-only kernel
@@ -849,7 +858,7 @@ def test_a_dependency_without_a_pin_leaves_the_variant_out(setup: Setup, tmp_pat
 def test_every_dependency_pin_is_well_formed() -> None:
     data = json.loads((ROOT / "kernelnix" / "data" / "dependencies.json").read_text())
     pinned = {key: entry for key, entry in data["dependencies"].items() if "hermetic" in entry}
-    assert sorted(set(data["dependencies"]) - set(pinned)) == ["cutlass_4_5"]
+    assert set(data["dependencies"]) == set(pinned)
     for key, entry in pinned.items():
         pin = entry["hermetic"]
         assert pin["tag"] == f"v{entry['version']}", key

@@ -148,7 +148,8 @@ def test_missing_plan_is_computed_silently(relu: Path, tmp_path: Path) -> None:
     assert chosen_plan(relu, tmp_path) == ("computed", "")
 
 
-def offered(project: Path, system: str = "x86_64-linux") -> list[str]:
+def not_offered(project: Path, system: str = "x86_64-linux") -> dict[str, str | None]:
+    """The host toolchain's `notOffered` of every variant of the plan (None: offered)."""
     expression = f"""
       let
         path = {nix_path(project)};
@@ -161,11 +162,19 @@ def offered(project: Path, system: str = "x86_64-linux") -> list[str]:
         plan = plans.forSystem "{system}";
         tc = import {HOST_TOOLCHAIN} {{ inherit util; kernelnixSrc = "{ROOT}"; }}
           {{ inherit path plan; }};
-      in builtins.filter (n: tc.offers "{system}" n plan.variants."{system}".${{n}})
-        plan.systems."{system}".variants
+      in builtins.listToAttrs (map (n: {{
+        name = n;
+        value = tc.notOffered "{system}" n plan.variants."{system}".${{n}};
+      }}) plan.systems."{system}".variants)
     """
-    result: list[str] = nix_eval(expression)
+    result: dict[str, str | None] = nix_eval(expression)
     return result
+
+
+def offered(project: Path, system: str = "x86_64-linux") -> list[str]:
+    plan = json.loads((project / "kernelnix-plan.json").read_text())
+    reasons = not_offered(project, system)
+    return [n for n in plan["systems"][system]["variants"] if reasons[n] is None]
 
 
 def write_record(project: Path, variants: list[str], system: str = "x86_64-linux") -> None:
@@ -185,8 +194,16 @@ def test_host_offers_the_variants_of_the_record(relu: Path) -> None:
     write_record(relu, cuda)
     assert offered(relu) == cuda
     assert offered(relu, "aarch64-linux") == []
+    assert set(not_offered(relu, "aarch64-linux").values()) == {"this machine is x86_64-linux"}
     write_record(relu, [])
     assert offered(relu) == []
+    # The record's reason is the toolchain's.
+    record = json.loads((relu / HOST_FILE).read_text())
+    record["not-buildable"] = {"torch213-cxx11-cu130-x86_64-linux": "no CUDA Torch here"}
+    (relu / HOST_FILE).write_text(json.dumps(record))
+    reasons = not_offered(relu)
+    assert reasons["torch213-cxx11-cu130-x86_64-linux"] == "no CUDA Torch here"
+    assert reasons["torch213-cxx11-cpu-x86_64-linux"] == "this machine cannot build it"
 
 
 def test_host_without_record_probes_this_machine(tmp_path: Path, relu: Path) -> None:

@@ -79,7 +79,14 @@ let
           pin = hermetic.headerDependencies.${name}.hermetic;
         in
         {
-          name = "KERNELNIX_DEP_${util.toUpper (builtins.replaceStrings [ "-" "." ] [ "_" "_" ] name)}";
+          # kernelnix.compile.dependencies.environment_variable's rule.
+          name = "KERNELNIX_DEP_${
+            util.toUpper (
+              builtins.concatStringsSep "_" (
+                builtins.filter builtins.isString (builtins.split "[^A-Za-z0-9]" name)
+              )
+            )
+          }";
           value = "${
             (pkgsFor system).fetchFromGitHub {
               inherit (pin)
@@ -174,6 +181,7 @@ let
         python = entry.pythonEnvWith (ps: pythonDependsOf variant ps ++ pythonCheckInputs ps);
       in
       entry.env
+      // dependencyEnv system variant
       // {
         KERNELNIX_PYTHON = "${python}/bin/python3";
         PATH = builtins.concatStringsSep ":" (native ++ [ entry.env.PATH ]);
