@@ -26,6 +26,7 @@ from kernelnix.compile.develop import create_pyproject
 from kernelnix.compile.local import BUILD_DIR, WORK_DIR, build_planned
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
+from kernelnix.host.machine import host_check_policy
 from kernelnix.plan.build import PlanOptions, build_plan
 from kernelnix.plan.model import PLAN_FILE
 
@@ -103,7 +104,11 @@ def test_relu_builds_loads_and_computes(built_kernels: dict[str, Path]) -> None:
         f"{ops_id}.abi3.so",
     }
     assert sorted(p.name for p in build.iterdir()) == [WORK_DIR, CPU]
-    assert metadata["provenance"]["kernelnix"] == {"toolchain": "host", "redistributable": False}
+    assert metadata["provenance"]["kernelnix"] == {
+        "toolchain": "host",
+        "redistributable": False,
+        "policy": host_check_policy(),  # the one its checks applied
+    }
     assert metadata["provenance"]["kernel"]["dirty"] is False
     assert metadata["backend"] == {"type": "cpu"}
     assert run_python(script(LOAD, RELU_CHECK), str(build)).strip() == ops_id
