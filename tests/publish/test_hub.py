@@ -387,45 +387,40 @@ def test_a_host_built_noarch_variant_is_published_with_its_provenance(
     assert checked["torch-cpu"].report.settings["policy"] == "kernel"
 
 
+def native_variant(project: Path, library: str, provenance: dict[str, Any]) -> tuple[str, str]:
+    """build/ holds torch-cpu and a hand-made native CPU variant of relu whose library
+    is the checks corpus case `library`; (its name, the library's file name)."""
+    (project / "build" / "torch-cuda").rename(project / "elsewhere")
+    name = "torch213-cxx11-cpu-x86_64-linux"
+    metadata = plan_metadata("relu", name)
+    metadata["provenance"]["kernelnix"] = provenance
+    file = f"{metadata['id']}.abi3.so"
+    files = {file: build_corpus().path(library).read_bytes()}
+    make_variant(project / "build", "relu", name, files=files, metadata=metadata)
+    return name, file
+
+
 def test_a_native_host_build_that_passes_the_publishing_policy_is_published(
     project: Path, hub: FakeHub, api: HfApi
 ) -> None:
     """Whoever built it: a host build whose library meets the publishing policy (a
     C library of the checks corpus, glibc <= 2.27, no libstdc++) is published."""
-    (project / "build" / "torch-cuda").rename(project / "elsewhere")
-    name = "torch213-cxx11-cpu-x86_64-linux"
-    metadata = plan_metadata("relu", name)
-    metadata["provenance"]["kernelnix"] = {
-        "toolchain": "host",
-        "redistributable": False,
-        "policy": "manylinux_2_36",
-    }
-    files = {f"{metadata['id']}.abi3.so": build_corpus().path("clean_c").read_bytes()}
-    make_variant(project / "build", "relu", name, files=files, metadata=metadata)
+    host = {"toolchain": "host", "redistributable": False, "policy": "manylinux_2_36"}
+    name, file = native_variant(project, "clean_c", host)
     result = run_upload(project, api)
     checked = {c.path.name: c for c in result.release.checked}
     assert checked[name].report.settings["policy"] == "kernel"
     assert "built with the host toolchain, which checked it under manylinux_2_36" in (
         checked[name].describe()
     )
-    assert f"build/{name}/{metadata['id']}.abi3.so" in hub.files("kernel", REPO, "v1")
+    assert f"build/{name}/{file}" in hub.files("kernel", REPO, "v1")
 
 
 def test_a_native_variant_is_refused_with_the_violations_of_the_publishing_policy(
     project: Path, hub: FakeHub
 ) -> None:
-    corpus = build_corpus()
-    (project / "build" / "torch-cuda").rename(project / "elsewhere")
-    name = "torch213-cxx11-cpu-x86_64-linux"
-    metadata = plan_metadata("relu", name)
-    metadata["provenance"]["kernelnix"] = {
-        "toolchain": "hermetic",
-        "redistributable": True,
-        "policy": "kernel",
-    }
-    library = corpus.path("dynamic_cxx").read_bytes()
-    files = {f"{metadata['id']}.abi3.so": library}
-    make_variant(project / "build", "relu", name, files=files, metadata=metadata)
+    hermetic = {"toolchain": "hermetic", "redistributable": True, "policy": "kernel"}
+    native_variant(project, "dynamic_cxx", hermetic)
     result = CliRunner().invoke(main, ["upload", "--no-import", str(project)])
     assert result.exit_code == 2, result.output
     assert "needed-library: libstdc++.so.6" in result.output
