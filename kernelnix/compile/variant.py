@@ -210,12 +210,35 @@ def compiler_launcher() -> str | None:
     return next(filter(None, map(shutil.which, LAUNCHERS)), None)
 
 
-def _compile_environment(launcher: str | None, source_dir: Path) -> dict[str, str] | None:
-    """The compile's environment: ccache hashes paths under the kernel relative to it,
-    so that a fresh copy of the tree elsewhere hits the cache."""
-    if launcher is None or Path(launcher).name != "ccache" or "CCACHE_BASEDIR" in os.environ:
+def _compile_environment(launcher: str | None, work: Path) -> dict[str, str] | None:
+    """The compile's environment, so that a fresh copy of the tree elsewhere hits ccache:
+    paths under the work directory (the project, the kernel's tree linked into it, the
+    build tree) hashed relative to it, and not the working directory itself, which
+    ccache hashes for every nvcc compile (its only use: the directory recorded in -g
+    debug information). A setting of the user's own is kept."""
+    if launcher is None or Path(launcher).name != "ccache":
         return None
-    return {**os.environ, "CCACHE_BASEDIR": str(source_dir.resolve())}
+    defaults = {"CCACHE_BASEDIR": str(work.resolve()), "CCACHE_NOHASHDIR": "1"}
+    if "CCACHE_HASHDIR" in os.environ:
+        del defaults["CCACHE_NOHASHDIR"]
+    return {**defaults, **os.environ}
+
+
+KERNEL_LINK = "kernel"
+
+
+def _link_kernel(project: Path, source_dir: Path) -> Path:
+    """The kernel's tree as <project>/kernel, the KERNEL_SOURCE_DIR of the CMake project.
+
+    CMake names the object file of a source outside the project after its absolute
+    path, and nvcc's -MT carries that name into the command a compiler cache hashes:
+    through the link, object names are the same for every copy of the tree.
+    """
+    link = project.resolve() / KERNEL_LINK
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(source_dir.resolve(), target_is_directory=True)
+    return link
 
 
 def _cmake_definitions(
@@ -227,7 +250,7 @@ def _cmake_definitions(
     redistributable: bool,
 ) -> list[str]:
     definitions = [
-        f"-DKERNEL_SOURCE_DIR={source_dir.resolve()}",
+        f"-DKERNEL_SOURCE_DIR={source_dir}",
         f"-DPython_EXECUTABLE={sys.executable}",
         *(["-DKERNELNIX_PRIVATE_CXX_RUNTIME=ON"] if redistributable else []),
         *dependency_definitions(plan, variant),
@@ -284,12 +307,13 @@ def _compiled(
             plan = with_hipified_sources(plan, hipify_tree(source_dir, work / "hipified", sources))
             source_dir = work / "hipified"
         write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
+        kernel = _link_kernel(project, source_dir)
         launcher = compiler_launcher()
-        definitions = _cmake_definitions(plan, variant, source_dir, jobs, launcher, redistributable)
+        definitions = _cmake_definitions(plan, variant, kernel, jobs, launcher, redistributable)
         run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
         run_command(
             ["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])],
-            env=_compile_environment(launcher, source_dir),
+            env=_compile_environment(launcher, work),
         )
         yield build
 

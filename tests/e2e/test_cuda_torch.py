@@ -219,15 +219,22 @@ def test_a_development_build_has_the_chosen_archs_only_and_is_not_uploaded(
     cuda_torch: CudaTorch, tmp_path: Path
 ) -> None:
     """`--cuda-archs 9.0`: fused-scale's kernels are planned for 8.0 and 9.0a; the
-    build compiles 9.0a only, records it, loads, and `upload` refuses it."""
+    build compiles 9.0a only, records it, loads, and `upload` refuses it. With
+    ccache, the same build of a fresh copy elsewhere compiles nothing again."""
+    env = {**cuda_torch.env, "CCACHE_DIR": str(tmp_path / "ccache")}
+    env.pop("KERNELNIX_COMPILER_LAUNCHER", None)
+
+    def build(project: Path) -> None:
+        shutil.copytree(EXAMPLES / "fused-scale", project)
+        done = subprocess.run(
+            [cuda_torch.python, "-m", "kernelnix", "build", "--local", str(project),
+             "--variant", VARIANT, "--cuda-archs", "9.0", "--no-progress"],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+
     project = tmp_path / "fused-scale"
-    shutil.copytree(EXAMPLES / "fused-scale", project)
-    done = subprocess.run(
-        [cuda_torch.python, "-m", "kernelnix", "build", "--local", str(project),
-         "--variant", VARIANT, "--cuda-archs", "9.0", "--no-progress"],
-        capture_output=True, text=True, env=cuda_torch.env, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    build(project)
     variant = project / "build" / VARIANT
     metadata = json.loads((variant / "metadata.json").read_text())
     assert metadata["backend"] == {"type": "cuda", "archs": ["9.0a"]}
@@ -249,3 +256,18 @@ def test_a_development_build_has_the_chosen_archs_only_and_is_not_uploaded(
         refused.stderr
     )
     assert "rebuild without --cuda-archs" in refused.stderr
+    if shutil.which("ccache") is None:
+        return
+    misses = ccache_counters(env)["cache_miss"]
+    assert misses >= 3  # the binding and the two .cu files
+    build(tmp_path / "moved" / "fused-scale")
+    counters = ccache_counters(env)
+    assert counters["cache_miss"] == misses, counters  # nvcc's objects too
+    assert counters["direct_cache_hit"] >= 3
+
+
+def ccache_counters(env: dict[str, str]) -> dict[str, int]:
+    out = subprocess.run(
+        ["ccache", "--print-stats"], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    return {k: int(v) for k, v in (line.split("\t") for line in out.splitlines()) if v.isdigit()}
