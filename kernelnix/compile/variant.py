@@ -61,17 +61,20 @@ def with_unique_id(plan: Plan, unique: str) -> Plan:
         raise UserError.single(str(exc), key="--unique-id") from None
 
 
+def _is_capability(arch: str) -> bool:
+    try:
+        capability_base(arch)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_cuda_archs(text: str) -> list[str]:
     """`--cuda-archs`: comma-separated capabilities, or `native`: the visible GPUs'."""
     if text.strip() == "native":
         return visible_cuda_archs()
     archs = [arch.strip() for arch in text.split(",") if arch.strip()]
-    try:
-        for arch in archs:
-            capability_base(arch)
-    except ValueError:
-        archs = []
-    if not archs:
+    if not archs or not all(map(_is_capability, archs)):
         raise UserError.single(
             f"invalid --cuda-archs {text!r}",
             key="--cuda-archs",

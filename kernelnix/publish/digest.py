@@ -26,7 +26,7 @@ from kernelnix.config.issues import issues_of
 from kernelnix.config.load import format_key_path
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.core.fileio import write_atomic
-from kernelnix.plan.metadata import Digest, Metadata
+from kernelnix.plan.metadata import BuildProvenance, Digest, Metadata
 
 METADATA = "metadata.json"
 UNHASHED = frozenset({METADATA, "metadata.json.sigstore"})  # top level only
@@ -43,6 +43,11 @@ class VariantMetadata:
     path: Path
     raw: dict[str, Any]
     model: Metadata
+
+    @property
+    def own(self) -> BuildProvenance | None:
+        """kernelnix's provenance record; None when kernelnix did not build it."""
+        return self.model.provenance.kernelnix if self.model.provenance else None
 
 
 def read_metadata(variant_dir: Path) -> VariantMetadata:

@@ -113,14 +113,12 @@ class CheckedVariant:
     @property
     def toolchain(self) -> str | None:
         """The toolchain that built it; None when not built by kernelnix."""
-        own = self.metadata.model.provenance.kernelnix if self.metadata.model.provenance else None
-        return own.toolchain if own else None
+        return self.metadata.own.toolchain if self.metadata.own else None
 
     @property
     def built_policy(self) -> str | None:
         """The policy its build held it to, as metadata.json records it."""
-        own = self.metadata.model.provenance.kernelnix if self.metadata.model.provenance else None
-        return own.policy if own else None
+        return self.metadata.own.policy if self.metadata.own else None
 
     def describe(self) -> str:
         settings = self.report.settings
@@ -282,7 +280,7 @@ def _loader_objection(metadata: VariantMetadata) -> list[Diagnostic]:
 
 
 def _development_build(metadata: VariantMetadata) -> list[Diagnostic]:
-    own = metadata.model.provenance.kernelnix if metadata.model.provenance else None
+    own = metadata.own
     if own is None or not own.development_archs:
         return []
     return [
@@ -396,14 +394,8 @@ def _card(
 
 def _benchmarks(directory: Path, built: Path | None) -> list[Add]:
     """benchmark*.py of the given build (a bundle carries them), else of the project."""
-    folder = next(
-        (
-            base / BENCHMARKS
-            for base in ([built] if built is not None else []) + [directory]
-            if (base / BENCHMARKS).is_dir()
-        ),
-        None,
-    )
+    bases = [directory] if built is None else [built, directory]
+    folder = next((b / BENCHMARKS for b in bases if (b / BENCHMARKS).is_dir()), None)
     if folder is None:
         return []
     return [

@@ -118,15 +118,17 @@ let
     else
       let
         bs = select.buildSetOf system variant;
+        unpinnedHere = unpinned variant;
+        unpackagedHere = unpackaged variant;
       in
       if variant.kind == "tvm-ffi" then
         "the hermetic toolchain does not build tvm-ffi kernels (use the host toolchain)"
       else if bs == null then
         "no build set of matrix.json gives Torch ${variant.torch} with ${variant.backend} on ${system}"
-      else if unpinned variant != [ ] then
-        "the hermetic toolchain has no pinned source for ${builtins.concatStringsSep ", " (unpinned variant)} (kernelnix/data/dependencies.json: hermetic)"
-      else if unpackaged variant != [ ] then
-        "nixpkgs has no package for its python-depends ${builtins.concatStringsSep ", " (unpackaged variant)} (kernelnix/data/python_dependencies.json)"
+      else if unpinnedHere != [ ] then
+        "the hermetic toolchain has no pinned source for ${builtins.concatStringsSep ", " unpinnedHere} (kernelnix/data/dependencies.json: hermetic)"
+      else if unpackagedHere != [ ] then
+        "nixpkgs has no package for its python-depends ${builtins.concatStringsSep ", " unpackagedHere} (kernelnix/data/python_dependencies.json)"
       else
         select.notOffered system bs;
 
