@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kernelnix.host.environments import python_tag
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.system import current_system
 from kernelnix.host.torch_probe import probe
@@ -48,6 +49,8 @@ def probe_host(plan: Plan) -> dict[str, Any]:
         "schema-version": SCHEMA_VERSION,
         "system": system,
         "python": sys.executable,
+        # Which locked environments (wheel-lock.json `host`) the builders use.
+        "python-tag": python_tag(),
         "torch-version": torch["version"] if torch else None,
         "tools": tools,
         "path": list(dict.fromkeys([*path, *BASE_PATH])),

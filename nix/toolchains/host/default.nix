@@ -37,6 +37,7 @@
   pythonNativeCheckInputs ? null,
 }:
 let
+  wheels = import ./wheels.nix { inherit kernelnixSrc; };
   recordFile = path + "/kernelnix-host.json";
   regenerate = "run `kernelnix generate` to record this machine's toolchain";
   record =
@@ -74,19 +75,24 @@ let
     in
     builtins.fromJSON (builtins.readFile "${probe}/kernelnix-host.json");
 
-  # Without a record, only the CPU variants of the probe are offered, as before
-  # any record: what `ci-test` can then load with the probed Torch is certain.
+  known = system: if record == null then probed system else record;
+
+  # The variant's locked wheels (wheels.nix) for the build Python's tag, or null.
+  lockedEntry = system: variant: wheels.entry ((known system).python-tag or null) variant;
+
+  # Without a record, the probe's CPU variants and those built from locked
+  # wheels are offered: what `ci-test` can then load is certain.
   notOffered =
     system: name: variant:
     let
-      known = if record == null then probed system else record;
+      machine = known system;
     in
-    if known.system != system then
-      "this machine is ${known.system}"
-    else if !builtins.elem name known.variants then
-      (known.not-buildable or { }).${name} or "this machine cannot build it"
-    else if record == null && variant.backend != "cpu" then
-      "without kernelnix-host.json only CPU variants are offered; ${regenerate}"
+    if machine.system != system then
+      "this machine is ${machine.system}"
+    else if !builtins.elem name machine.variants then
+      (machine.not-buildable or { }).${name} or "this machine cannot build it"
+    else if record == null && variant.backend != "cpu" && lockedEntry system variant == null then
+      "without kernelnix-host.json only CPU variants and variants of locked wheels are offered; ${regenerate}"
     else
       null;
 
@@ -109,13 +115,34 @@ let
       allowSubstitutes = false;
     };
   };
+  # A variant of locked wheels builds in their environment (setup.sh puts it
+  # on PYTHONPATH, its nvcc on PATH); the others need the host Python's Torch.
   variantEnv =
     {
       system,
       name,
       variant,
     }:
-    hostStep (if variant.kind == "arch" || variant.kind == "tvm-ffi" then variant.torch else "any");
+    let
+      found = lockedEntry system variant;
+      step = hostStep (
+        if found != null then
+          "any"
+        else if variant.kind == "arch" || variant.kind == "tvm-ffi" then
+          variant.torch
+        else
+          "any"
+      );
+    in
+    if found == null then
+      step
+    else
+      step
+      // {
+        env = step.env // {
+          wheelEnv = wheels.environment system scriptEnv (wheels.buildSetKey variant) found;
+        };
+      };
 in
 {
   name = "host";
