@@ -11,7 +11,8 @@ host toolchain's Nix derivations do the same in the store
 
 Cache layout (`$KERNELNIX_CACHE`, else `$XDG_CACHE_HOME/kernelnix`, else
 `~/.cache/kernelnix`): `wheels/<file>` (only complete, verified files carry
-the wheel's name; a download in progress is `<file>.part`),
+the wheel's name; a download in progress is `<file>.part`; with Nix the wheel
+moves to the store path of the host toolchain's fetch of it instead),
 `unpacked/<file>/`, `environments/<digest>-<build set>/`.
 """
 
@@ -20,9 +21,11 @@ from __future__ import annotations
 import base64
 import errno
 import hashlib
+import http.client
 import json
 import os
 import shutil
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -73,9 +76,27 @@ def build_set_key(variant: PlanVariant) -> str:
     return f"{variant.torch}-{variant.backend}{version}"
 
 
+def lock_file() -> Path:
+    """kernelnix's wheel lock, or the one `KERNELNIX_WHEEL_LOCK` names (a lock
+    of your own, written by `kernelnix lock-wheels --lock-file`)."""
+    chosen = os.environ.get("KERNELNIX_WHEEL_LOCK")
+    return Path(chosen) if chosen else LOCK_FILE
+
+
+def host_lock() -> dict[str, Any]:
+    return _read_host_lock(lock_file())
+
+
 @cache
-def host_lock(path: Path = LOCK_FILE) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text()).get("host", {})
+def _read_host_lock(path: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text()).get("host", {})
+    except (OSError, json.JSONDecodeError) as error:
+        raise UserError.single(
+            f"cannot read the wheel lock {path}: {error}",
+            fix="point KERNELNIX_WHEEL_LOCK at a lock written by `kernelnix lock-wheels`, "
+            "or unset it",
+        ) from error
     return data
 
 
@@ -151,21 +172,49 @@ def _download(url: str, part: Path) -> None:
     with response:
         # 206: the rest; 200: the server ignored the range and sends it all.
         mode = "ab" if have and response.status == 206 else "wb"
+        length = response.headers.get("Content-Length")
         with open(part, mode) as out:
+            start = out.tell()
             shutil.copyfileobj(response, out, CHUNK)
+            received = out.tell() - start
+    # http.client returns a short body when the connection closes early: the
+    # part is kept for the next try to resume.
+    if length is not None and received < int(length):
+        raise OSError(f"the connection closed after {received} of {length} bytes")
+
+
+def _nix_store(*args: str) -> str | None:
+    """`nix-store ARGS`' output, or None without Nix (or when it fails)."""
+    program = shutil.which("nix-store")
+    if program is None:
+        return None
+    done = subprocess.run([program, *args], capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def store_path(wheel: LockedWheel) -> Path | None:
+    """Where Nix keeps the wheel (the host toolchain's fixed-output fetch of it)."""
+    digest = base64.b64decode(wheel.hash.removeprefix("sha256-")).hex()
+    found = _nix_store("--print-fixed-path", "sha256", digest, wheel.name)
+    return Path(found) if found else None
 
 
 def fetch_wheel(wheel: LockedWheel, cache: Path, log: Callable[[str], None]) -> Path:
-    """The wheel in the cache, downloaded when missing and checked against the lock."""
+    """The wheel, downloaded when missing and checked against the lock: in the
+    Nix store where Nix is (so `nix build` and `build --local` fetch it once per
+    machine), else in the cache."""
     path = cache / "wheels" / wheel.name
     if path.exists():
         return path
+    stored = store_path(wheel)
+    if stored is not None and stored.exists():
+        return stored
     path.parent.mkdir(parents=True, exist_ok=True)
     part = path.with_name(path.name + ".part")
     log(f"+ fetch {wheel.url}")
     try:
         _download(wheel.url, part)
-    except (OSError, urllib.error.URLError) as error:
+    except (OSError, http.client.HTTPException) as error:
         raise _fault(error, f"fetching {wheel.url} into {part}", wheel) from error
     found = sri_sha256(part)
     if found != wheel.hash:
@@ -177,10 +226,13 @@ def fetch_wheel(wheel: LockedWheel, cache: Path, log: Callable[[str], None]) -> 
             "file on the index changed: run `kernelnix lock-wheels` and review the lock's diff",
         )
     os.replace(part, path)
+    if stored is not None and _nix_store("--add-fixed", "sha256", str(path)) == str(stored):
+        path.unlink()
+        return stored
     return path
 
 
-def _fault(error: BaseException, doing: str, wheel: LockedWheel) -> UserError:
+def _fault(error: Exception, doing: str, wheel: LockedWheel) -> UserError:
     if isinstance(error, OSError) and error.errno == errno.ENOSPC:
         return UserError.single(
             f"no space left on the device while {doing}; nothing unfinished was kept",

@@ -39,8 +39,11 @@ def _tools() -> dict[str, str]:
 def probe_host(plan: Plan) -> dict[str, Any]:
     """This machine, as the host toolchain needs it, for the variants of `plan`."""
     system = current_system()
+    # This Python's own Torch only: the variants of locked wheels are offered by
+    # nix/toolchains/host from the lock of the kernelnix that builds them.
     reasons = {
-        name: why_not_buildable(variant) for name, variant in plan.variants.get(system, {}).items()
+        name: why_not_buildable(variant, locked_wheels=False)
+        for name, variant in plan.variants.get(system, {}).items()
     }
     tools = _tools()
     path = [str(Path(sys.executable).parent), *(str(Path(p).parent) for p in tools.values())]

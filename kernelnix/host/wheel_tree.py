@@ -32,6 +32,8 @@ HARD_LINKED_DIRS = ("bin",)
 # A shared library name as wheels ship it (`libcudart.so.13`) and the name the
 # linker looks for (`libcudart.so`): wheels cannot hold the link between them.
 SONAME_SUFFIX = ".so."
+# Where NVIDIA's wheels put nvcc (`nvidia/cu13/bin/nvcc`; CUDA 12: `nvidia/cuda_nvcc/bin/nvcc`).
+NVCC_GLOB = "nvidia/*/bin/nvcc"
 
 
 class TreeError(Exception):
@@ -114,16 +116,42 @@ def _merge_into(target: Path, sources: Sequence[Path], hard: bool) -> None:
             _link_file(entries[0], path, hard)
 
 
+def _missing_linker_names(lib: Path) -> dict[str, str]:
+    """`libX.so` -> `libX.so.N` for the libraries of `lib` that lack the plain name."""
+    missing: dict[str, str] = {}
+    for entry in sorted(lib.iterdir()):
+        stem, dot, _ = entry.name.partition(SONAME_SUFFIX)
+        plain = f"{stem}.so"
+        if dot and entry.name.startswith("lib") and not os.path.lexists(lib / plain):
+            missing.setdefault(plain, entry.name)
+    return missing
+
+
 def _add_linker_names(tree: Path) -> None:
-    """`libX.so` beside each `libX.so.N` of a made `lib` directory that lacks it."""
+    """`libX.so` beside each `libX.so.N` of the `lib` directories of the tree's
+    merged directories (one wheel's linked `lib` is made a directory first)."""
     for lib in tree.rglob("lib"):
-        if not lib.is_dir() or lib.is_symlink():
+        if not lib.is_dir():
             continue
-        for entry in sorted(lib.iterdir()):
-            stem, dot, _ = entry.name.partition(SONAME_SUFFIX)
-            plain = lib / f"{stem}.so"
-            if dot and entry.name.startswith("lib") and not os.path.lexists(plain):
-                plain.symlink_to(entry.name)
+        missing = _missing_linker_names(lib)
+        if not missing:
+            continue
+        if lib.is_symlink():
+            source = lib.resolve()
+            lib.unlink()
+            lib.mkdir()
+            _merge_into(lib, [source], hard=False)
+        for plain, versioned in missing.items():
+            (lib / plain).symlink_to(versioned)
+
+
+def _add_lib64(tree: Path) -> None:
+    """`lib64 -> lib` in a toolkit root: nvcc's profile links from `lib64`, the
+    wheels ship `lib`."""
+    for nvcc in tree.glob(NVCC_GLOB):
+        root = nvcc.parent.parent
+        if (root / "lib").is_dir() and not os.path.lexists(root / "lib64"):
+            (root / "lib64").symlink_to("lib")
 
 
 def merge(dest: Path, unpacked: Sequence[Path]) -> Path:
@@ -136,12 +164,13 @@ def merge(dest: Path, unpacked: Sequence[Path]) -> Path:
     with _staged(dest) as stage:
         _merge_into(stage, [path.resolve() for path in unpacked], hard=False)
         _add_linker_names(stage)
+        _add_lib64(stage)
     return dest
 
 
 def find_nvcc(environment: Path) -> Path | None:
     """nvcc of an environment (`nvidia/cu13/bin/nvcc`, `nvidia/cuda_nvcc/bin/nvcc`)."""
-    found = sorted(environment.glob("nvidia/*/bin/nvcc"))
+    found = sorted(environment.glob(NVCC_GLOB))
     return found[0] if found else None
 
 

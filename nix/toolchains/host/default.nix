@@ -77,21 +77,27 @@ let
 
   known = system: if record == null then probed system else record;
 
+  tag = system: (known system).python-tag or null;
   # The variant's locked wheels (wheels.nix) for the build Python's tag, or null.
-  lockedEntry = system: variant: wheels.entry ((known system).python-tag or null) variant;
+  lockedEntry = system: variant: wheels.entry (tag system) variant;
 
-  # Without a record, the probe's CPU variants and those built from locked
-  # wheels are offered: what `ci-test` can then load is certain.
+  # A variant of locked wheels is offered wherever the machine is the
+  # variant's system; the others need the build Python's Torch (the record
+  # says which fit). Without a record, of those only the CPU variants of the
+  # probe: what `ci-test` can then load with the probed Torch is certain.
   notOffered =
     system: name: variant:
     let
       machine = known system;
+      hostReason = (machine.not-buildable or { }).${name} or "this machine cannot build it";
     in
     if machine.system != system then
       "this machine is ${machine.system}"
+    else if lockedEntry system variant != null then
+      null
     else if !builtins.elem name machine.variants then
-      (machine.not-buildable or { }).${name} or "this machine cannot build it"
-    else if record == null && variant.backend != "cpu" && lockedEntry system variant == null then
+      "${hostReason}, and ${wheels.missing (tag system) variant}"
+    else if record == null && variant.backend != "cpu" then
       "without kernelnix-host.json only CPU variants and variants of locked wheels are offered; ${regenerate}"
     else
       null;

@@ -58,6 +58,25 @@ rec {
     else
       ((lock.environments or { }).${variant.system} or { }).${tag}.${buildSetKey variant} or null;
 
+  # Why the lock has no entry for a variant (as kernelnix.host.environments.not_locked_reason).
+  missing =
+    tag: variant:
+    let
+      system = variant.system;
+      tags = (lock.environments or { }).${system} or { };
+      recorded = (((lock.missing or { }).${system} or { }).${tag} or { }).${buildSetKey variant} or null;
+    in
+    if variant.kind == "noarch" || variant.kind == "tvm-ffi" then
+      "no wheels are locked for ${variant.kind} variants"
+    else if tag == null then
+      "kernelnix-host.json records no Python tag to choose locked wheels by; run `kernelnix generate`"
+    else if recorded != null then
+      recorded
+    else if !(tags ? ${tag}) then
+      "the wheel lock has no environments for ${tag} (this Python) on ${system}; run `kernelnix lock-wheels --python ${tag}`"
+    else
+      "the wheel lock has no ${buildSetKey variant} environment for ${tag} on ${system}";
+
   # The environment of an entry: one store path, the variant's PYTHONPATH.
   environment =
     system: scriptEnv: key: found:
