@@ -3,7 +3,7 @@ against a baseline timed in the same run, with its target and PASS or MISS.
 
     benchmarks/run [--quick] [--only NAME]... [--json FILE]
 
-Names: plan, config, nix, rebuild, compile, checks, cuda. A full run takes 15 to 30 minutes
+Names: plan, config, nix, rebuild, compile, checks, cuda, wheels. A full run takes 15 to 30 minutes
 on two cores (nix builds the largest example three times from scratch, and
 bench_checks compiles its CUDA libraries on first use); --quick takes fewer
 runs of each, not fewer benchmarks. Exit status 1 when a benchmark fails to
@@ -44,6 +44,11 @@ BENCHMARKS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         "bench_cuda: CUDA build vs cpp_extension; warm vs cold ccache",
         {"repeat": 1},
         {"repeat": 1},
+    ),
+    "wheels": (
+        "bench_wheels: a bundle of two Torch releases from locked wheels vs its direct builds",
+        {},
+        {},
     ),
 }
 

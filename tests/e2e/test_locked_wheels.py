@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from nix_projects import clone_worktree, git, nix, nix_environment
-from paths import EXAMPLE_COPY_IGNORE, EXAMPLES
+from paths import EXAMPLE_COPY_IGNORE, EXAMPLES, ROOT
 from wheel_locks import lock_with
 
 pytestmark = [pytest.mark.slow]
@@ -58,9 +58,7 @@ report = {"module": kernel.__name__, "torch": torch.__version__,
           "cuda": torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CUDA")}
 if backend == "cpu":
     x, y = torch.randn(1000), torch.randn(1000)
-    out = torch.empty_like(x)
-    kernel.scale_add(out, x, y, 0.5)
-    report["matches"] = bool(torch.allclose(out, x * 0.5 + y))
+    report["matches"] = bool(torch.allclose(kernel.scale_add(x, y, 0.5), x * 0.5 + y))
 print(json.dumps(report))
 """
 
@@ -202,3 +200,19 @@ def test_the_whole_bundle_and_the_variants_outside_it(
     for variant in OUTSIDE_BUNDLE:
         nix(project, env, "build", f".#{variant}", "--out-link", f"result-{variant}")
         assert (project / f"result-{variant}" / variant / "metadata.json").is_file()
+
+
+def test_gpu_check_runs_the_ops_it_can_here(bundle: Bundle, tmp_path: Path) -> None:
+    """scripts/gpu-check.sh's CPU half: the CPU variant's ops run against Torch in its
+    own Torch; the CUDA variant loads in its own, and says its ops need a GPU."""
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu-check.sh"), str(bundle.result)],
+        capture_output=True, text=True, check=False,
+        env={**bundle.env, "KERNELNIX_CACHE": str(tmp_path / "cache")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = dict(line.split("  ", 1) for line in done.stdout.splitlines())
+    prefix = bundle.result.name
+    assert lines[f"{prefix}/{CPU}"].startswith("torch 2.13.0+cu130 on cpu: ok scale_add=")
+    assert "sum_squares=" in lines[f"{prefix}/{CPU}"]
+    assert lines[f"{prefix}/{CUDA}"] == "torch 2.14.1+cu130 on cuda: loaded; no GPU, ops not run"
