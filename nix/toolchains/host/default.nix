@@ -1,6 +1,9 @@
-# The host toolchain: this machine's compilers and the Python environment that
-# has torch. Impure (needs `sandbox = false`), offers only the variants this
-# machine can build, and marks them non-redistributable (`--toolchain host`).
+# The host toolchain: this machine's compilers and Python. Impure (needs
+# `sandbox = false`), offers only the variants this machine can build, and
+# marks them non-redistributable (`--toolchain host`). A variant whose wheels
+# are locked (kernelnix/data/wheel-lock.json, `host`) builds against its own
+# Torch and CUDA toolkit from them (wheels.nix); the others against the Torch
+# of the Python environment that has torch.
 #
 # What this machine can build comes from kernelnix-host.json next to flake.nix,
 # written by `kernelnix generate` (kernelnix.host.record). Without it, kernelnix
