@@ -33,8 +33,7 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
-from packaging.version import InvalidVersion
-from packaging.version import Version as WheelVersion
+from packaging.version import InvalidVersion, Version
 
 from kernelnix.core.fileio import write_atomic
 from kernelnix.variants.matrix import matrix_data
@@ -131,7 +130,7 @@ class Resolver:
 
     def best(self, name: str, specifier: SpecifierSet, target: Target) -> IndexFile | None:
         """The newest wheel of `name` that `specifier` allows and `target` installs."""
-        found: list[tuple[WheelVersion, IndexFile]] = []
+        found: list[tuple[Version, IndexFile]] = []
         for file in self.index(name):
             if not file.filename.endswith(".whl") or not target.accepts(file.filename):
                 continue
