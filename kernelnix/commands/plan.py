@@ -111,10 +111,9 @@ def _variant_summary(variant: PlanVariant) -> dict[str, Any]:
         "stable_abi",
         "tvm_ffi",
         "bundle",
-        "ops_id",
-        "archs",
     }
-    return variant.model_dump(mode="json", by_alias=True, include=fields)
+    summary = variant.model_dump(mode="json", by_alias=True, include=fields)
+    return {**summary, "ops-id": variant.ops_id, "archs": variant.archs}
 
 
 def _systems_option(system: str | None, all_systems: bool) -> tuple[str, ...] | None:

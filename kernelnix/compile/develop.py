@@ -30,8 +30,9 @@ from kernelnix.host.machine import host_torch, why_not_buildable
 from kernelnix.host.system import current_system
 from kernelnix.plan.build import PlanOptions, package_dir, plan_directory, pyext, source_files
 from kernelnix.plan.ids import check_unique_id
-from kernelnix.plan.metadata import python_dependency_table, python_depends_for
+from kernelnix.plan.metadata import python_dependency_table
 from kernelnix.plan.model import Plan
+from kernelnix.plan.variant_metadata import python_depends_for
 
 COMPILE_COMMANDS = "compile_commands.json"
 TEMPLATES = {"pyproject.toml": "pyproject/pyproject.toml.j2", "setup.py": "pyproject/setup.py.j2"}

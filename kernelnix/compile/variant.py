@@ -12,7 +12,6 @@ one at most a temporary directory that the next build removes (kernelnix.core.fi
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 import shutil
@@ -38,7 +37,7 @@ from kernelnix.emit.cmake import cmake_project, noarch_ops_py, write_project
 from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
 from kernelnix.plan.flags import capability_base, cuda_gencode
 from kernelnix.plan.ids import check_unique_id
-from kernelnix.plan.metadata import BuildProvenance, Metadata
+from kernelnix.plan.metadata import UNKNOWN_PROVENANCE, BuildProvenance
 from kernelnix.plan.model import KernelGitState, Plan, PlanVariant
 
 
@@ -129,13 +128,11 @@ def with_cuda_archs(plan: Plan, requested: list[str]) -> Plan:
                 update={"gpu_flags": cuda_gencode(chosen) + flags[len(gencode) :]}
             )
         union = sorted({a for archs in kernels.values() for a in archs or []})
-        backend = {**variant.metadata["backend"], "archs": union}
-        return variant.model_copy(
+        backend = variant.metadata.backend.model_copy(update={"archs": union})
+        return variant.with_metadata(backend=backend).model_copy(
             update={
                 "kernels": kernels,
                 "compile": compiled,
-                "archs": union,
-                "metadata": {**variant.metadata, "backend": backend},
                 "development_archs": sorted(set(requested)),
             }
         )
@@ -185,15 +182,15 @@ def metadata_text(
     `toolchain` is one of matrix.json's toolchain names (build-variant's --toolchain);
     `policy` the check policy the build holds the variant to.
     """
-    data = copy.deepcopy(variant.metadata)
-    provenance = data.setdefault("provenance", {"kernel-builder": {"version": "unknown"}})
-    provenance["kernelnix"] = BuildProvenance(
+    own = BuildProvenance(
         toolchain=toolchain,
         redistributable=redistributable,
         policy=policy,
         development_archs=variant.development_archs,
-    ).to_data()
-    return Metadata.validate(data).to_json_text()
+    )
+    provenance = variant.metadata.provenance or UNKNOWN_PROVENANCE
+    metadata = variant.with_metadata(provenance=provenance.model_copy(update={"kernelnix": own}))
+    return metadata.metadata.to_json_text()
 
 
 LAUNCHERS = ("sccache", "ccache")

@@ -16,8 +16,8 @@ from kernelnix.core.diagnostics import Diagnostic, display_path, format_key_path
 from kernelnix.core.version import Version
 from kernelnix.emit.cmake import cmake_value_problems
 from kernelnix.plan.build import PlanOptions, draft_plan
-from kernelnix.plan.metadata import UnknownPythonDependency, python_depends_for
 from kernelnix.plan.model import Plan
+from kernelnix.plan.variant_metadata import UnknownPythonDependency, python_depends_for
 from kernelnix.variants.archs import cuda_capability_supported
 from kernelnix.variants.enumerate import variants_for_system, within
 from kernelnix.variants.matrix import Matrix, load_matrix

@@ -19,10 +19,10 @@ from typing import Any
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.system import current_system
 from kernelnix.host.torch_probe import probe
-from kernelnix.plan.model import Plan
+from kernelnix.plan.model import Plan, schema_version
 
 HOST_FILE = "kernelnix-host.json"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = schema_version("host-record")
 
 # Tools whose directories go on the builders' PATH (besides the Python's own).
 TOOLS = ("c++", "g++", "clang++", "cmake", "ninja", "nvcc", "hipcc", "icpx", "xcrun")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import types
 from typing import Any, Literal, Union, get_args, get_origin
 
+from kernelnix.plan.metadata import Metadata
 from kernelnix.plan.model import (
     FrameworkSources,
     KernelCompile,
@@ -30,7 +31,8 @@ SECTIONS: list[tuple[type[PlanModel], str, str]] = [
     (FrameworkSources, "FrameworkSources", "`framework-sources`"),
     (KernelGitState, "KernelGit", "`kernel-git`"),
 ]
-_NAMES: dict[Any, str] = {model: name for model, name, _ in SECTIONS}
+# A variant's metadata.json is its own contract: `kernelnix schema metadata`.
+_NAMES: dict[Any, str] = {model: name for model, name, _ in SECTIONS} | {Metadata: "metadata.json"}
 _SCALARS: dict[Any, str] = {str: "string", int: "int", bool: "bool", Any: "any"}
 
 

@@ -47,7 +47,8 @@ from kernelnix.config import LoadedConfig, load_config
 from kernelnix.config.load import BUILD_TOML
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.emit.card import render_card
-from kernelnix.publish.digest import VariantMetadata, read_metadata, shipped_files, stale_digest
+from kernelnix.plan.metadata import VariantMetadata
+from kernelnix.publish.digest import shipped_files, stale_digest, valid_metadata
 
 MAIN = "main"
 BATCH_SIZE = 1000
@@ -113,12 +114,12 @@ class CheckedVariant:
     @property
     def toolchain(self) -> str | None:
         """The toolchain that built it; None when not built by kernelnix."""
-        return self.metadata.own.toolchain if self.metadata.own else None
+        return self.metadata.model.own.toolchain if self.metadata.model.own else None
 
     @property
     def built_policy(self) -> str | None:
         """The policy its build held it to, as metadata.json records it."""
-        return self.metadata.own.policy if self.metadata.own else None
+        return self.metadata.model.own.policy if self.metadata.model.own else None
 
     def describe(self) -> str:
         settings = self.report.settings
@@ -280,7 +281,7 @@ def _loader_objection(metadata: VariantMetadata) -> list[Diagnostic]:
 
 
 def _development_build(metadata: VariantMetadata) -> list[Diagnostic]:
-    own = metadata.own
+    own = metadata.model.own
     if own is None or not own.development_archs:
         return []
     return [
@@ -332,7 +333,7 @@ def checked_variants(
     problems: list[Diagnostic] = []
     for variant in discover_variants(source, exact=exact):
         try:
-            metadata = read_metadata(variant)
+            metadata = valid_metadata(variant)
         except UserError as exc:
             problems += exc.diagnostics
             continue

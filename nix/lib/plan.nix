@@ -15,7 +15,8 @@
 let
   committedFile = path + "/kernelnix-plan.json";
   buildToml = path + "/build.toml";
-  schemaVersion = 1;
+  schemaVersion =
+    (builtins.fromJSON (builtins.readFile ../../kernelnix/data/schema-versions.json)).plan;
   # The unique id of a plan for Nix (kernelnix.compile.project.NIX_UNIQUE_ID): every
   # variant build replaces it with the flake's revision.
   uniqueId = "flake_rev";

@@ -38,6 +38,7 @@
 }:
 let
   recordFile = path + "/kernelnix-host.json";
+  schemaVersions = builtins.fromJSON (builtins.readFile ../../../kernelnix/data/schema-versions.json);
   regenerate = "run `kernelnix generate` to record this machine's toolchain";
   record =
     if !builtins.pathExists recordFile then
@@ -46,7 +47,7 @@ let
       let
         data = builtins.fromJSON (builtins.readFile recordFile);
       in
-      if (data.schema-version or null) == 1 then
+      if (data.schema-version or null) == schemaVersions.host-record then
         data
       else
         throw "kernelnix: kernelnix-host.json has an unknown schema version; ${regenerate}";
