@@ -187,11 +187,11 @@ class LazyGroup(click.Group):
         self, ctx_args: Any, prog_name: str, complete_var: str | None = None
     ) -> None:
         # click's default variable name; the elvish and powershell completers
-        # are registered by the module of the completion command.
+        # are registered by kernelnix.shells.
         name = prog_name.replace("-", "_").replace(".", "_").upper()
         complete_var = complete_var or f"_{name}_COMPLETE"
         if os.environ.get(complete_var):
-            importlib.import_module("kernelnix.commands.completion")
+            import kernelnix.shells  # noqa: F401  (registers elvish and powershell)
         super()._main_shell_completion(ctx_args, prog_name, complete_var)
 
 

@@ -11,7 +11,7 @@ from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_error
 from kernelnix.config import load_config
 from kernelnix.config.rewrite import apply_update, plan_update
 from kernelnix.core.diagnostics import UserError
-from kernelnix.emit.gate import config_problems
+from kernelnix.gate.check_config import config_problems
 
 
 @main.command("check-config")

@@ -56,7 +56,7 @@ def list_variants(
         )
     systems = _systems_option(system, all_systems)
     if nix:
-        from kernelnix.compile.nix import flake_variants
+        from kernelnix.project.nix import flake_variants
 
         found = _only_arch(flake_variants(directory, systems), arch)
         if as_json:

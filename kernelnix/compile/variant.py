@@ -35,7 +35,7 @@ from kernelnix.core.fileio import replacing_dir
 from kernelnix.core.process import run_shown
 from kernelnix.emit.cmake import cmake_project, noarch_ops_py, write_project
 from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
-from kernelnix.plan.flags import capability_base, cuda_gencode
+from kernelnix.plan.gencode import capability_base, cuda_gencode
 from kernelnix.plan.ids import check_unique_id
 from kernelnix.plan.metadata import UNKNOWN_PROVENANCE, BuildProvenance
 from kernelnix.plan.model import KernelGitState, Plan, PlanVariant
@@ -121,11 +121,10 @@ def with_cuda_archs(plan: Plan, requested: list[str]) -> Plan:
                 unmatched[name] = planned
                 chosen = planned
             kernels[name] = chosen
-            flags = variant.compile[name].gpu_flags
-            gencode = cuda_gencode(planned)  # the plan puts them first (kernelnix.plan.flags)
-            assert flags[: len(gencode)] == gencode, flags
+            planned_gencode = set(cuda_gencode(planned))
+            rest = [f for f in variant.compile[name].gpu_flags if f not in planned_gencode]
             compiled[name] = variant.compile[name].model_copy(
-                update={"gpu_flags": cuda_gencode(chosen) + flags[len(gencode) :]}
+                update={"gpu_flags": cuda_gencode(chosen) + rest}
             )
         union = sorted({a for archs in kernels.values() for a in archs or []})
         backend = variant.metadata.backend.model_copy(update={"archs": union})

@@ -28,8 +28,8 @@ from kernels._rust import Metadata as LoaderMetadata
 from paths import EXAMPLES
 
 from kernelnix.cli import main
-from kernelnix.compile.nix import FlakeProject, NixOptions, shell_command
 from kernelnix.host.system import current_system
+from kernelnix.project.nix import FlakeProject, NixOptions, shell_command
 
 try:
     import tomllib

@@ -16,7 +16,6 @@ from click.testing import CliRunner
 from paths import EXAMPLES, GOLDEN, ROOT
 
 from kernelnix.cli import main
-from kernelnix.compile.project import NIX_UNIQUE_ID, generate, nix_plan
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.emit.escape import nix_string
@@ -24,6 +23,7 @@ from kernelnix.emit.flake import FlakeSettings, pristine_settings, render_flake
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.record import HOST_FILE, probe_host
 from kernelnix.plan.model import PLAN_FILE
+from kernelnix.project.generate import NIX_UNIQUE_ID, generate, nix_plan
 
 TEMPLATE = ROOT / "nix" / "templates" / "default"
 
