@@ -140,7 +140,7 @@ COMMAND_SUMMARIES = {
     "lock-wheels": "Record URL and sha256 of every wheel the hermetic toolchain fetches.",
     "nix-library": "Print the flake URL of this kernelnix's Nix library.",
     "plan": "Write the build plan of DIRECTORY/build.toml (JSON, every system).",
-    "schema": "Print the JSON Schema of build.toml or of metadata.json.",
+    "schema": "Print the JSON Schema of build.toml, metadata.json, the plan or the host record.",
     "testshell": "Enter DIRECTORY's test shell (`nix develop`): a built variant on PYTHONPATH, "
     "in LOCAL_KERNELS and KERNEL_PATH, as `nix run .#ci-test` runs the tests.",
     "update-build": "Rewrite a pre-edition DIRECTORY/build.toml as edition 5.",

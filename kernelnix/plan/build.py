@@ -25,6 +25,7 @@ from kernelnix.plan.model import (
     FrameworkSources,
     KernelGitState,
     Plan,
+    PlanHub,
     PlanKernel,
     PlanSystem,
     PlanVariant,
@@ -163,6 +164,11 @@ def _plan_variant(
     )
 
 
+def _hub(config: BuildConfig) -> PlanHub:
+    hub = config.general.hub
+    return PlanHub(repo_id=hub.repo_id if hub else None, branch=hub.branch if hub else None)
+
+
 def _best_first(variants: list[Variant], matrix: Matrix) -> list[Variant]:
     """The variants in the order `ci-test` prefers them: best_variant, repeatedly."""
     rest = list(variants)
@@ -238,7 +244,7 @@ def draft_plan(
         systems=systems,
         variants=variants,
         notes=notes,
-        config=config.to_json(),
+        hub=_hub(config),
     )
     return plan, with_lines(loaded, list(dict.fromkeys(errors)))
 

@@ -14,6 +14,7 @@ from kernelnix.plan.model import (
     KernelGitState,
     Plan,
     PlanDependency,
+    PlanHub,
     PlanKernel,
     PlanModel,
     PlanSystem,
@@ -30,6 +31,7 @@ SECTIONS: list[tuple[type[PlanModel], str, str]] = [
     (PlanKernel, "Kernel", "`kernels.<kernel>`"),
     (FrameworkSources, "FrameworkSources", "`framework-sources`"),
     (KernelGitState, "KernelGit", "`kernel-git`"),
+    (PlanHub, "Hub", "`hub`"),
 ]
 # A variant's metadata.json is its own contract: `kernelnix schema metadata`.
 _NAMES: dict[Any, str] = {model: name for model, name, _ in SECTIONS} | {Metadata: "metadata.json"}

@@ -69,6 +69,13 @@ class KernelGitState(PlanModel):
     dirty: bool = Field(description="Whether tracked files had uncommitted changes.")
 
 
+class PlanHub(PlanModel):
+    """`[general.hub]`: the Hub repository the flake's scripts and shells name."""
+
+    repo_id: str | None = Field(description="`repo-id`, or null.")
+    branch: str | None = Field(description="`branch`, or null (upload's default).")
+
+
 class FrameworkSources(PlanModel):
     src: list[str] = Field(description="The binding's sources.")
     include: list[str] = Field(description="Its include directories.")
@@ -234,8 +241,9 @@ class Plan(PlanModel):
     notes: list[str] = Field(
         description="Things the user should know (skipped build sets, backends without build sets)."
     )
-    config: dict[str, Any] = Field(
-        description="The normalized edition-5 config (`kernelnix check-config --json`)."
+    hub: PlanHub = Field(
+        description="`[general.hub]`: what Nix reads of build.toml besides the plan's "
+        "own keys (build.toml itself is `kernelnix check-config --json`)."
     )
 
     def to_json(self) -> str:
@@ -286,6 +294,13 @@ class Plan(PlanModel):
             return variant.with_metadata(provenance=provenance.model_copy(update={"kernel": git}))
 
         return self.with_variants(rebase, kernel_git=kernel)
+
+
+def plan_schema() -> dict[str, Any]:
+    """The JSON Schema of kernelnix-plan.json (`kernelnix schema plan`)."""
+    from kernelnix.config.json_schema import document_schema
+
+    return document_schema(Plan, PLAN_FILE)
 
 
 # Pydantic's messages for a key that is missing or not the plan's, in the CLI's words.

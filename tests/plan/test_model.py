@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 from paths import EXAMPLES, GOLDEN
@@ -15,7 +16,7 @@ from kernelnix.cli import main
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.plan.build import PlanOptions, build_plan
-from kernelnix.plan.model import SCHEMA_VERSION, KernelGitState, Plan, read_plan
+from kernelnix.plan.model import SCHEMA_VERSION, KernelGitState, Plan, plan_schema, read_plan
 
 EXAMPLE_NAMES = sorted(p.parent.name for p in EXAMPLES.glob("*/build.toml"))
 SYSTEM = "x86_64-linux"
@@ -139,3 +140,13 @@ def test_plans_are_frozen() -> None:
     plan = example_plan("relu")
     with pytest.raises(ValidationError):
         plan.unique_id = "other"  # type: ignore[misc]
+
+
+def test_a_plan_validates_against_its_json_schema() -> None:
+    validator = jsonschema.Draft202012Validator(plan_schema())
+    for example in EXAMPLE_NAMES:
+        assert list(validator.iter_errors(json.loads(example_plan(example).to_json()))) == []
+    broken = json.loads(example_plan("relu").to_json()) | {"config": {}}
+    assert [e.message for e in validator.iter_errors(broken)] == [
+        "Additional properties are not allowed ('config' was unexpected)"
+    ]
