@@ -52,7 +52,7 @@ def run_command(args: list[str], env: dict[str, str] | None = None) -> None:
         raise BuildError(f"{Path(args[0]).name} exited with status {done.returncode}")
 
 
-def with_unique_id(plan: Plan, unique: str) -> Plan:
+def apply_unique_id(plan: Plan, unique: str) -> Plan:
     """`plan` with another unique id (`-` read as `_`); a UserError when it is invalid."""
     try:
         return plan.with_unique_id(check_unique_id(unique.replace("-", "_")))
@@ -155,7 +155,7 @@ def with_cuda_archs(plan: Plan, requested: list[str]) -> Plan:
 _REVISION = re.compile(r"(?P<commit>[0-9a-f]{7,40})(?P<dirty>-dirty)?")
 
 
-def with_kernel_git(plan: Plan, revision: str) -> Plan:
+def apply_kernel_revision(plan: Plan, revision: str) -> Plan:
     """`plan` with the kernel commit the build really has: `<commit>`,
     `<commit>-dirty`, or "" when unknown (provenance then names none).
 
@@ -404,14 +404,14 @@ def build_variant(
     """Build one variant of `plan` into `out_dir/<variant_name>/` and return that path.
 
     `unique_id` replaces the plan's (new ops id and metadata id), `kernel_git`
-    its kernel commit (see with_kernel_git). `work_dir`
+    its kernel commit (see apply_kernel_revision). `work_dir`
     keeps the CMake project and build tree (incremental rebuilds); without it
     they live in a temporary directory that is removed afterwards.
     """
     if unique_id is not None:
-        plan = with_unique_id(plan, unique_id)
+        plan = apply_unique_id(plan, unique_id)
     if kernel_git is not None:
-        plan = with_kernel_git(plan, kernel_git)
+        plan = apply_kernel_revision(plan, kernel_git)
     variant = plan.variant(system, variant_name)
     reason = why_not_buildable(variant)
     if reason:
