@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
@@ -24,7 +23,8 @@ from pydantic import (
     model_serializer,
 )
 
-from kernelnix.core.diagnostics import Diagnostic, UserError
+from kernelnix.config.base import FileModel
+from kernelnix.core.diagnostics import Diagnostic, UserError, format_key_path
 from kernelnix.plan.ids import ops_id
 from kernelnix.plan.metadata import UNKNOWN_PROVENANCE, KernelGit, Metadata
 
@@ -44,24 +44,13 @@ REWRITE_FIX = (
 )
 
 
-def _kebab(name: str) -> str:
-    return name.replace("_", "-")
-
-
-class PlanModel(BaseModel):
-    """A frozen table of the plan: kebab-case keys in the file, no unknown keys."""
+class PlanModel(FileModel):
+    """A frozen table of the plan: a file model (kebab-case keys, no unknown keys, strict)
+    that the planner also constructs by attribute name."""
 
     NONE_IS_ABSENT: ClassVar[bool] = False  # a None field is written as null
 
-    model_config = ConfigDict(
-        alias_generator=_kebab,
-        validate_by_alias=True,
-        validate_by_name=True,  # the planner constructs by attribute name
-        extra="forbid",
-        strict=True,
-        frozen=True,
-        defer_build=True,
-    )
+    model_config = ConfigDict(validate_by_name=True)
 
 
 class KernelGitState(PlanModel):
@@ -303,23 +292,6 @@ def plan_schema() -> dict[str, Any]:
     return document_schema(Plan, PLAN_FILE)
 
 
-# Pydantic's messages for a key that is missing or not the plan's, in the CLI's words.
-_KEY_PROBLEMS = {"missing": "missing key", "extra_forbidden": "unknown key"}
-
-
-def _shape_problems(error: ValidationError, path: Path) -> list[Diagnostic]:
-    return [
-        Diagnostic(
-            _KEY_PROBLEMS.get(problem["type"])
-            or f"{problem['msg']} (found {json.dumps(problem['input'])[:60]})",
-            file=str(path),
-            key=".".join(str(part) for part in problem["loc"]),
-            fix=REWRITE_FIX,
-        )
-        for problem in error.errors(include_url=False)
-    ]
-
-
 def read_plan(path: Path) -> Plan:
     """The plan in `path`; a UserError when it is unreadable, of another schema
     version or not shaped like a plan."""
@@ -333,6 +305,18 @@ def read_plan(path: Path) -> Plan:
             f"plan schema {version} is not {SCHEMA_VERSION}", file=str(path), fix=REWRITE_FIX
         )
     try:
-        return Plan.model_validate(data, by_alias=True, by_name=False)
+        return Plan.validate(data)
     except ValidationError as exc:
-        raise UserError(_shape_problems(exc, path)) from None
+        from kernelnix.config.issues import issues_of  # only a misshapen plan pays for it
+
+        raise UserError(
+            [
+                Diagnostic(
+                    issue.message,
+                    file=str(path),
+                    key=format_key_path(issue.loc),
+                    fix=REWRITE_FIX,
+                )
+                for issue in issues_of(exc, Plan)
+            ]
+        ) from None

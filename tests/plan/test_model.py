@@ -62,7 +62,7 @@ def _cpu(data: dict) -> dict:
 @pytest.mark.parametrize(
     ("edit", "key", "message"),
     [
-        (lambda d: _cpu(d).pop("torch"), f"variants.{SYSTEM}.{CPU}.torch", "missing key"),
+        (lambda d: _cpu(d).pop("torch"), f"variants.{SYSTEM}.{CPU}.torch", "key is missing"),
         (lambda d: _cpu(d).update(bundle="yes"), f"variants.{SYSTEM}.{CPU}.bundle", "boolean"),
         (lambda d: d.update(extra=1), "extra", "unknown key"),
         (lambda d: d["kernels"]["relu"].update(backend="tpu"), "kernels.relu.backend", "'cpu'"),
@@ -107,7 +107,7 @@ def test_build_variant_reports_a_misshapen_plan_without_a_traceback(tmp_path: Pa
     args += [str(EXAMPLES / "relu"), "--out", str(tmp_path / "out")]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
-    assert f"variants.{SYSTEM}.{CPU}.kind: missing key" in result.output
+    assert f"variants.{SYSTEM}.{CPU}.kind: required key is missing" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "out").exists()
 
 
