@@ -37,7 +37,7 @@ from kernelnix.emit.cmake import cmake_project, noarch_ops_py, write_project
 from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
 from kernelnix.plan.gencode import capability_base, cuda_gencode
 from kernelnix.plan.ids import check_unique_id
-from kernelnix.plan.metadata import UNKNOWN_PROVENANCE, BuildProvenance
+from kernelnix.plan.metadata import BuildProvenance, unknown_provenance
 from kernelnix.plan.model import KernelGitState, Plan, PlanVariant
 
 
@@ -187,7 +187,7 @@ def metadata_text(
         policy=policy,
         development_archs=variant.development_archs,
     )
-    provenance = variant.metadata.provenance or UNKNOWN_PROVENANCE
+    provenance = variant.metadata.provenance or unknown_provenance()
     metadata = variant.with_metadata(provenance=provenance.model_copy(update={"kernelnix": own}))
     return metadata.metadata.to_json_text()
 

@@ -140,8 +140,11 @@ class Provenance(Record):
     kernelnix: BuildProvenance | None = None
 
 
-# The provenance of a metadata.json that records none (a plan always records one).
-UNKNOWN_PROVENANCE = Provenance(kernel_builder=BuilderVersion(version="unknown"))
+@cache
+def unknown_provenance() -> Provenance:
+    """The provenance of a metadata.json that records none (a plan always records one).
+    Built on first use: building a model's validator at import costs every command."""
+    return Provenance(kernel_builder=BuilderVersion(version="unknown"))
 
 
 class Metadata(Record):

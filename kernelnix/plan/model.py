@@ -26,7 +26,7 @@ from pydantic import (
 from kernelnix.config.base import FileModel
 from kernelnix.core.diagnostics import Diagnostic, UserError, format_key_path
 from kernelnix.plan.ids import ops_id
-from kernelnix.plan.metadata import UNKNOWN_PROVENANCE, KernelGit, Metadata
+from kernelnix.plan.metadata import KernelGit, Metadata, unknown_provenance
 
 
 def schema_version(document: str) -> int:
@@ -279,7 +279,7 @@ class Plan(PlanModel):
         git = None if kernel is None else KernelGit(commit=kernel.commit, dirty=kernel.dirty)
 
         def rebase(variant: PlanVariant) -> PlanVariant:
-            provenance = variant.metadata.provenance or UNKNOWN_PROVENANCE
+            provenance = variant.metadata.provenance or unknown_provenance()
             return variant.with_metadata(provenance=provenance.model_copy(update={"kernel": git}))
 
         return self.with_variants(rebase, kernel_git=kernel)
