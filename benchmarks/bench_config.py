@@ -112,7 +112,7 @@ def fresh_process(runs: int) -> Figure:
     bare, _ = best_and_median(lambda: run_quietly([python, "-c", "pass"], env), runs)
     load = [python, "-c", FRESH_LOAD, relu]
     best, median = best_and_median(lambda: run_quietly(load, env), runs)
-    importing = [python, "-c", "import kernelnix.config"]
+    importing = [python, "-c", "import kernelnix.config.load"]
     imported, _ = best_and_median(lambda: run_quietly(importing, env), runs)
     return Figure(
         name="a first load_config in a fresh process (examples/relu)",
@@ -122,7 +122,7 @@ def fresh_process(runs: int) -> Figure:
         target=None,
         target_text="none (bench_plan has the end-to-end target)",
         detail=f"best of {runs}; median {duration(median)}; {duration(best - bare)} beyond "
-        f"start-up, of which importing kernelnix.config {duration(imported - bare)}",
+        f"start-up, of which importing kernelnix.config.load {duration(imported - bare)}",
     )
 
 
