@@ -17,7 +17,8 @@ from kernelnix.config.types import BACKENDS
 from kernelnix.core.diagnostics import display_path
 from kernelnix.core.fileio import write_atomic
 from kernelnix.project.nix import NixOptions
-from kernelnix.publish.hub import REPO_TYPES, HubError, UploadResult
+from kernelnix.publish.hub import HubError, UploadResult
+from kernelnix.publish.release import REPO_TYPES
 
 EXIT_HUB_ERROR = 1
 
@@ -199,7 +200,8 @@ def _upload(
     **options: Any,
 ) -> None:
     from kernelnix.checks import CheckOptions
-    from kernelnix.publish.hub import UploadOptions, upload
+    from kernelnix.publish.hub import upload
+    from kernelnix.publish.release import UploadOptions
 
     checks = CheckOptions(import_check=not no_import)
     settings = UploadOptions(**options, checks=checks, built=built)
