@@ -176,3 +176,21 @@ def test_the_rules_see_an_indirect_import() -> None:
     module = "kernelnix.plan.build"
     assert "kernelnix.config.editions.v3" not in direct_imports(module)
     assert "kernelnix.config.editions.v3" in loaded_by(module)
+
+
+def test_core_imports_the_standard_library_only() -> None:
+    """Plumbing every stage uses stays free of click, pydantic and Jinja2."""
+    for path in sorted((PACKAGE / "core").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            for name in names:
+                top = name.split(".")[0]
+                assert top in sys.stdlib_module_names or top == "kernelnix", (
+                    f"{path.name} imports {name}"
+                )
