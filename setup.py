@@ -3,7 +3,7 @@
 The wheel gets `kernelnix/data/flake/`, a copy of the kernelnix flake as the
 source tree lays it out (flake.nix, flake.lock, nix/, pyproject.toml, README.md
 and the kernelnix package itself), so that a pip-installed kernelnix can hand
-Nix a flake of exactly its own version (kernelnix.compile.library). Editable
+Nix a flake of exactly its own version (kernelnix.project.library). Editable
 installs use the source tree instead.
 """
 

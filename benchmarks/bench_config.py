@@ -2,8 +2,9 @@
 (`kernels._rust.Build.open`, kernel-builder's Rust parser as the `kernels`
 package bundles it) on the same files in the same process, and what a first
 load costs a fresh process (importing the config layer, building the edition's
-validator, loading) beyond interpreter start-up. Figures without a target: the
-end-to-end target is bench_plan's.
+validator, loading) beyond interpreter start-up, and a whole `kernelnix
+check-config` in a fresh process. Targets: load_config at most 5 times the Rust
+parser per file; check-config within 300 ms of interpreter start-up.
 
     python benchmarks/bench_config.py [--runs N]
 """
@@ -28,6 +29,8 @@ from paths import EXAMPLES, TESTS  # noqa: E402
 
 from kernelnix.config import load_config  # noqa: E402
 
+PER_FILE_TARGET = 5.0
+CHECK_CONFIG_TARGET_S = 0.300
 FRESH_LOAD = (
     "import sys; from pathlib import Path; from kernelnix.config import load_config; "
     "load_config(Path(sys.argv[1]))"
@@ -94,8 +97,8 @@ def in_process(runs: int, reference: ModuleType, big: Path) -> list[Figure]:
                 seconds=ours,
                 baseline="kernels._rust.Build.open, the same files",
                 baseline_seconds=theirs,
-                target=None,
-                target_text="none (the reference is compiled Rust)",
+                target=PER_FILE_TARGET,
+                target_text=f"at most {PER_FILE_TARGET:.0f} times the compiled Rust parser",
                 detail=f"best of {runs} passes; each file {repeat} times a pass",
             )
         )
@@ -109,7 +112,7 @@ def fresh_process(runs: int) -> Figure:
     bare, _ = best_and_median(lambda: run_quietly([python, "-c", "pass"], env), runs)
     load = [python, "-c", FRESH_LOAD, relu]
     best, median = best_and_median(lambda: run_quietly(load, env), runs)
-    importing = [python, "-c", "import kernelnix.config"]
+    importing = [python, "-c", "import kernelnix.config.load"]
     imported, _ = best_and_median(lambda: run_quietly(importing, env), runs)
     return Figure(
         name="a first load_config in a fresh process (examples/relu)",
@@ -119,7 +122,25 @@ def fresh_process(runs: int) -> Figure:
         target=None,
         target_text="none (bench_plan has the end-to-end target)",
         detail=f"best of {runs}; median {duration(median)}; {duration(best - bare)} beyond "
-        f"start-up, of which importing kernelnix.config {duration(imported - bare)}",
+        f"start-up, of which importing kernelnix.config.load {duration(imported - bare)}",
+    )
+
+
+def fresh_check_config(runs: int) -> Figure:
+    python = sys.executable
+    env = python_env()
+    bare, _ = best_and_median(lambda: run_quietly([python, "-c", "pass"], env), runs)
+    check = [python, "-m", "kernelnix", "check-config", str(EXAMPLES / "relu")]
+    best, median = best_and_median(lambda: run_quietly(check, env), runs)
+    return Figure(
+        name="kernelnix check-config in a fresh process (examples/relu)",
+        seconds=best,
+        baseline="python -c pass",
+        baseline_seconds=bare,
+        target=(bare + CHECK_CONFIG_TARGET_S) / bare,
+        target_text=f"start-up + {CHECK_CONFIG_TARGET_S * 1000:.0f} ms",
+        detail=f"best of {runs}; median {duration(median)}; {duration(best - bare)} beyond "
+        "start-up",
     )
 
 
@@ -129,7 +150,7 @@ def measure(runs: int = 7) -> list[Figure]:
         make_project(Path(tmp))
         load_config(Path(tmp))  # the validator is built once per process: not timed
         figures = in_process(runs, reference, Path(tmp))
-    return [*figures, fresh_process(runs)]
+    return [*figures, fresh_process(runs), fresh_check_config(runs)]
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from figures import Figure, report
+from figures import Figure, Unavailable, report
 
 from kernelnix.config import load_config
 from kernelnix.emit.cmake import cmake_project, write_project
@@ -109,7 +109,10 @@ def copy(work: Path, name: str) -> Path:
 
 def measure(repeat: int = 1) -> list[Figure]:
     if not (VENV / "bin" / "python").exists() or not NVCC.exists():
-        raise RuntimeError(f"needs {VENV} (scripts/setup.sh) and {NVCC}")
+        raise Unavailable(
+            f"needs the CUDA Torch environment {VENV} and {NVCC}: run scripts/setup.sh in this "
+            "checkout, or set KERNELNIX_CUDA_VENV to one"
+        )
     ours, theirs, cold, warm = [], [], [], []
     for _ in range(repeat):
         with tempfile.TemporaryDirectory(prefix="bench-cuda-") as tmp:

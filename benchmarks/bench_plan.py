@@ -19,7 +19,7 @@ from pathlib import Path
 from figures import Figure, best_and_median, duration, python_env, run_quietly, runs_main
 
 BACKENDS = ["cpu", "cuda", "rocm", "xpu", "metal"]
-TARGET_S = 0.300
+TARGET_S = 0.200
 
 
 def make_project(root: Path, files_per_kernel: int = 260) -> int:

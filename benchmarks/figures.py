@@ -13,6 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 
+class Unavailable(Exception):
+    """A benchmark that cannot run on this machine; the message says what it needs."""
+
+
 @dataclass(frozen=True)
 class Figure:
     name: str

@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from figures import Figure, ratio_text
+from figures import Figure, Unavailable, ratio_text
 
 # name -> (what it measures, measure() arguments of a full run, of a --quick run)
 BENCHMARKS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
@@ -77,6 +77,10 @@ def main() -> None:
         try:
             module = importlib.import_module(f"bench_{name}")
             found = module.measure(**(quick if args.quick else full))
+        except Unavailable as exc:  # one line: what this machine lacks
+            print(f"not run: {exc}", flush=True)
+            failed.append(name)
+            continue
         except Exception:  # report it and go on with the other benchmarks
             traceback.print_exc()
             failed.append(name)

@@ -140,7 +140,7 @@ COMMAND_SUMMARIES = {
     "lock-wheels": "Record URL and sha256 of every wheel the hermetic toolchain fetches.",
     "nix-library": "Print the flake URL of this kernelnix's Nix library.",
     "plan": "Write the build plan of DIRECTORY/build.toml (JSON, every system).",
-    "schema": "Print the JSON Schema of build.toml or of metadata.json.",
+    "schema": "Print the JSON Schema of build.toml, metadata.json, the plan or the host record.",
     "testshell": "Enter DIRECTORY's test shell (`nix develop`): a built variant on PYTHONPATH, "
     "in LOCAL_KERNELS and KERNEL_PATH, as `nix run .#ci-test` runs the tests.",
     "update-build": "Rewrite a pre-edition DIRECTORY/build.toml as edition 5.",
@@ -187,11 +187,11 @@ class LazyGroup(click.Group):
         self, ctx_args: Any, prog_name: str, complete_var: str | None = None
     ) -> None:
         # click's default variable name; the elvish and powershell completers
-        # are registered by the module of the completion command.
+        # are registered by kernelnix.shells.
         name = prog_name.replace("-", "_").replace(".", "_").upper()
         complete_var = complete_var or f"_{name}_COMPLETE"
         if os.environ.get(complete_var):
-            importlib.import_module("kernelnix.commands.completion")
+            import kernelnix.shells  # noqa: F401  (registers elvish and powershell)
         super()._main_shell_completion(ctx_args, prog_name, complete_var)
 
 

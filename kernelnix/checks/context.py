@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass, field, replace
@@ -11,6 +10,7 @@ from typing import Any
 
 from kernelnix.checks.policy import DEFAULT_POLICY
 from kernelnix.core.version import Version
+from kernelnix.plan.metadata import Metadata, MetadataRead, read_metadata
 from kernelnix.variants.names import VariantName, parse_variant_name
 
 DEFAULT_PYTHON_ABI = "3.9"
@@ -75,9 +75,18 @@ class VariantContext:
     listing: VariantFiles
     name: VariantName | None
     name_error: str | None
-    metadata: dict[str, Any] | None
-    metadata_error: str | None
+    metadata_read: MetadataRead
     notes: list[str] = field(default_factory=list)  # things the report should mention
+
+    @property
+    def metadata(self) -> dict[str, Any] | None:
+        """metadata.json's JSON object as written, whether or not the model holds."""
+        return self.metadata_read.raw
+
+    @property
+    def metadata_error(self) -> str | None:
+        """Why there is no JSON object: missing, unreadable, not an object."""
+        return self.metadata_read.error
 
     @property
     def backend(self) -> str | None:
@@ -143,33 +152,30 @@ class VariantContext:
 
 def load_context(variant_dir: Path, options: CheckOptions) -> VariantContext:
     name, name_error = _parse_name(variant_dir.name)
-    metadata, metadata_error = _read_metadata(variant_dir / "metadata.json")
+    metadata = read_metadata(variant_dir)
     return VariantContext(
         variant_dir=variant_dir,
-        options=recorded_options(options, metadata),
+        options=recorded_options(options, metadata.model),
         listing=list_variant(variant_dir),
         name=name,
         name_error=name_error,
-        metadata=metadata,
-        metadata_error=metadata_error,
+        metadata_read=metadata,
     )
 
 
-def recorded_options(options: CheckOptions, metadata: dict[str, Any] | None) -> CheckOptions:
+def recorded_options(options: CheckOptions, metadata: Metadata | None) -> CheckOptions:
     """`options` with the policy and redistributable the build recorded, when asked to
     follow the record and metadata.json has one (kernelnix builds write it)."""
     if not options.follow_record:
         return options
-    provenance = (metadata or {}).get("provenance")
-    own = provenance.get("kernelnix") if isinstance(provenance, dict) else None
-    if not isinstance(own, dict) or not isinstance(own.get("policy"), str):
+    own = metadata.own if metadata else None
+    if own is None or own.policy is None:
         return replace(options, policy_reason="the default policy: metadata.json records none")
-    redistributable = own.get("redistributable")
     return replace(
         options,
-        policy=own["policy"],
-        redistributable=redistributable if isinstance(redistributable, bool) else True,
-        policy_reason=f"the one the {own.get('toolchain', '?')}-toolchain build passed "
+        policy=own.policy,
+        redistributable=own.redistributable,
+        policy_reason=f"the one the {own.toolchain}-toolchain build passed "
         "(metadata.json, provenance.kernelnix.policy)",
     )
 
@@ -179,19 +185,6 @@ def _parse_name(dir_name: str) -> tuple[VariantName | None, str | None]:
         return parse_variant_name(dir_name), None
     except ValueError as exc:
         return None, str(exc)
-
-
-def _read_metadata(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """metadata.json as plain JSON (the model is validated by the metadata rules)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None, "missing"
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return None, f"unreadable: {exc}"
-    if not isinstance(data, dict):
-        return None, f"expected a JSON object, found {type(data).__name__}"
-    return data, None
 
 
 def list_variant(root: Path) -> VariantFiles:

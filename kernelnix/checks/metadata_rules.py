@@ -2,7 +2,7 @@
 
 `metadata_readable`, `metadata_fields` and `metadata_matches_variant` cover what
 the other checks rely on (`name`, `id`, `backend.type`); `metadata_model`
-validates the whole file against kernelnix.plan.metadata.Metadata.
+reports what kernelnix.plan.metadata's reader found wrong with the whole file.
 """
 
 from __future__ import annotations
@@ -10,12 +10,8 @@ from __future__ import annotations
 import keyword
 from collections.abc import Iterable
 
-from pydantic import ValidationError
-
 from kernelnix.checks.context import VariantContext
 from kernelnix.checks.report import VARIANT_FILE, Violation
-from kernelnix.config.issues import issues_of
-from kernelnix.plan.metadata import Metadata
 
 METADATA = "metadata.json"
 
@@ -95,21 +91,14 @@ def metadata_matches_variant(ctx: VariantContext) -> Iterable[Violation]:
 
 
 def metadata_model(ctx: VariantContext) -> Iterable[Violation]:
-    """metadata.json against kernelnix's metadata model (unknown top-level keys are
-    ignored, as the loader ignores them)."""
-    if ctx.metadata is None:
-        return
-    known = Metadata.file_keys()
-    data = {key: value for key, value in ctx.metadata.items() if key in known}
-    try:
-        Metadata.validate(data)
-    except ValidationError as exc:
-        for issue in issues_of(exc, Metadata):
-            yield Violation(
-                rule="metadata",
-                file=METADATA,
-                subject=".".join(str(part) for part in issue.loc) or METADATA,
-                found=issue.message,
-                limit="the metadata.json schema of the kernels loader",
-                fix="regenerate metadata.json with the build, do not edit it by hand",
-            )
+    """metadata.json against kernelnix's metadata model, read as the loader reads it
+    (kernelnix.plan.metadata.read_metadata)."""
+    for problem in ctx.metadata_read.problems:
+        yield Violation(
+            rule="metadata",
+            file=METADATA,
+            subject=problem.key or METADATA,
+            found=problem.message,
+            limit="the metadata.json schema of the kernels loader",
+            fix="regenerate metadata.json with the build, do not edit it by hand",
+        )

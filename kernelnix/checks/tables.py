@@ -11,6 +11,7 @@ from importlib import resources
 from typing import Any
 
 from kernelnix.core.version import Version
+from kernelnix.plan.metadata import python_imports
 
 
 def _data_text(name: str) -> str:
@@ -76,6 +77,4 @@ def allowed_imports(backend: str | None) -> frozenset[str]:
 
 def python_depends_imports(names: Iterable[str], backend: str | None) -> list[str]:
     """Import names for python-depends entries, via the shared dependency table."""
-    from kernelnix.plan.metadata import python_imports  # imported late: pulls in the config models
-
     return python_imports(list(names), backend or "")

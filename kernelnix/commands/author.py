@@ -12,12 +12,13 @@ import click
 
 from kernelnix.cli import DIR_ARGUMENT, F, exits_on, main, print_warnings, reports_user_errors
 from kernelnix.commands.nix import nix_options
-from kernelnix.compile.nix import NixOptions
 from kernelnix.config import load_config
 from kernelnix.config.types import BACKENDS
 from kernelnix.core.diagnostics import display_path
 from kernelnix.core.fileio import write_atomic
-from kernelnix.publish.hub import REPO_TYPES, HubError, UploadResult
+from kernelnix.project.nix import NixOptions
+from kernelnix.publish.hub import HubError, UploadResult
+from kernelnix.publish.release import REPO_TYPES
 
 EXIT_HUB_ERROR = 1
 
@@ -82,10 +83,11 @@ def init_command(
       kernelnix init my-org/add-one --backends all
       kernelnix init                 # here, as <hub user>/<this directory's name>
     """
-    from kernelnix.compile.project import init_project
     from kernelnix.emit.scaffold import resolve_backends, resolve_target
+    from kernelnix.project.generate import init_project
+    from kernelnix.publish.hub import hub_user
 
-    names, directory = resolve_target(path, name, Path.cwd())
+    names, directory = resolve_target(path, name, Path.cwd(), hub_user)
     done = init_project(directory, names, resolve_backends(backends), license_, overwrite)
     print_warnings(done.warnings)
     for note in done.notes:
@@ -198,7 +200,8 @@ def _upload(
     **options: Any,
 ) -> None:
     from kernelnix.checks import CheckOptions
-    from kernelnix.publish.hub import UploadOptions, upload
+    from kernelnix.publish.hub import upload
+    from kernelnix.publish.release import UploadOptions
 
     checks = CheckOptions(import_check=not no_import)
     settings = UploadOptions(**options, checks=checks, built=built)
@@ -290,7 +293,7 @@ def build_and_upload_command(
       kernelnix build-and-upload -L --cores 8 --repo-id my-org/relu .
       kernelnix build-and-upload --variant torch213-cxx11-cu126-x86_64-linux .
     """
-    from kernelnix.compile.nix import build_and_copy, build_with_nix
+    from kernelnix.project.nix import build_and_copy, build_with_nix
 
     built = build_with_nix(directory, variant, None, nix)
     if variant is None:

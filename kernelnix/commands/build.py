@@ -13,12 +13,12 @@ from kernelnix.compile import BuildError, build_variant
 from kernelnix.compile.dependencies import dependency_locations
 from kernelnix.compile.develop import create_pyproject
 from kernelnix.compile.local import build_planned
-from kernelnix.compile.nix import NixOptions
 from kernelnix.compile.variant import parse_cuda_archs, with_cuda_archs
 from kernelnix.core.diagnostics import UserError, display_path
 from kernelnix.host.system import current_system
 from kernelnix.plan.build import PlanOptions, plan_directory
 from kernelnix.plan.model import read_plan
+from kernelnix.project.nix import NixOptions
 from kernelnix.variants.matrix import TOOLCHAINS
 
 JOBS_OPTION = click.option(
@@ -102,7 +102,7 @@ def build_command(
                 raise UserError.single(
                     f"{option} applies to --local builds", key=option, fix="add --local"
                 )
-        from kernelnix.compile.nix import build_with_nix, nix_build_options
+        from kernelnix.project.nix import build_with_nix, nix_build_options
 
         options = nix_build_options(nix, jobs)
         build_with_nix(directory, variant, unique_id, options)

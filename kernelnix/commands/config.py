@@ -9,9 +9,8 @@ import click
 
 from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
 from kernelnix.config import load_config
-from kernelnix.config.rewrite import apply_update, plan_update
 from kernelnix.core.diagnostics import UserError
-from kernelnix.emit.gate import config_problems
+from kernelnix.gate.check_config import config_problems
 
 
 @main.command("check-config")
@@ -62,6 +61,9 @@ def update_build(directory: Path, dry_run: bool) -> None:
       kernelnix update-build --dry-run examples/relu-legacy
       kernelnix update-build path/to/kernel
     """
+    # Imported here: tomlkit costs check-config, the other command of this module.
+    from kernelnix.config.rewrite import apply_update, plan_update
+
     update = plan_update(directory)
     if not update.changed:
         click.echo(f"{update.path}: already edition 5; nothing to do")

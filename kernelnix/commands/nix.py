@@ -1,7 +1,7 @@
 """Commands over the kernel's Nix flake: generate, build-and-copy, devshell, testshell.
 
 `kernelnix build` (without --local) and `list-variants --nix` reach Nix through
-kernelnix.compile.nix as well.
+kernelnix.project.nix as well.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 import click
 
 from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
-from kernelnix.compile.library import library_url
-from kernelnix.compile.nix import NixOptions, build_and_copy, enter_shell
-from kernelnix.compile.project import generate
 from kernelnix.config import load_config
+from kernelnix.project.generate import generate
+from kernelnix.project.library import library_url
+from kernelnix.project.nix import NixOptions, build_and_copy, enter_shell
 from kernelnix.variants.matrix import TOOLCHAINS
 
 

@@ -56,7 +56,7 @@ def list_variants(
         )
     systems = _systems_option(system, all_systems)
     if nix:
-        from kernelnix.compile.nix import flake_variants
+        from kernelnix.project.nix import flake_variants
 
         found = _only_arch(flake_variants(directory, systems), arch)
         if as_json:
@@ -111,10 +111,9 @@ def _variant_summary(variant: PlanVariant) -> dict[str, Any]:
         "stable_abi",
         "tvm_ffi",
         "bundle",
-        "ops_id",
-        "archs",
     }
-    return variant.model_dump(mode="json", by_alias=True, include=fields)
+    summary = variant.model_dump(mode="json", by_alias=True, include=fields)
+    return {**summary, "ops-id": variant.ops_id, "archs": variant.archs}
 
 
 def _systems_option(system: str | None, all_systems: bool) -> tuple[str, ...] | None:

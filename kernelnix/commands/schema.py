@@ -1,4 +1,5 @@
-"""`kernelnix schema`: the JSON Schemas of build.toml and metadata.json."""
+"""`kernelnix schema`: the JSON Schemas of build.toml, metadata.json, the plan and the
+host record."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ import click
 from kernelnix.cli import main
 from kernelnix.config.json_schema import build_toml_schema
 from kernelnix.config.markdown import markdown_tables
+from kernelnix.host.record import host_record_schema
 from kernelnix.plan.metadata import metadata_schema
+from kernelnix.plan.model import plan_schema
 
 SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
     "build-toml": build_toml_schema,
     "metadata": metadata_schema,
+    "plan": plan_schema,
+    "host-record": host_record_schema,
 }
 
 
@@ -39,16 +44,19 @@ def key_tables_text() -> str:
     help="Print build.toml's key tables instead, as docs/build-toml.md has them.",
 )
 def schema_command(document: str, markdown: bool) -> None:
-    """Print the JSON Schema of build.toml or of metadata.json.
+    """Print the JSON Schema of build.toml, metadata.json, the plan or the host record.
 
     Generated from the models kernelnix validates with; the same files ship in
-    kernelnix/data/schema/. An editor that reads JSON Schemas (taplo, Even
-    Better TOML) checks build.toml as you type: see docs/build-toml.md.
+    kernelnix/data/schema/. `plan` and `host-record` are the files Python writes
+    for Nix (kernelnix-plan.json, kernelnix-host.json). An editor that reads JSON
+    Schemas (taplo, Even Better TOML) checks build.toml as you type: see
+    docs/build-toml.md.
 
     \b
     Examples:
       kernelnix schema build-toml > build-toml.schema.json
       kernelnix schema metadata
+      kernelnix schema plan
       kernelnix schema build-toml --markdown
     """
     if markdown and document != "build-toml":

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kernelnix.compile.local import BUILD_DIR, WORK_DIR, build_planned
-from kernelnix.compile.variant import with_kernel_git
+from kernelnix.compile.variant import apply_kernel_revision
 from kernelnix.config import BuildConfig, load_config
 from kernelnix.core.diagnostics import UserError, display_path
 from kernelnix.core.fileio import write_atomic
@@ -30,8 +30,9 @@ from kernelnix.host.machine import host_torch, why_not_buildable
 from kernelnix.host.system import current_system
 from kernelnix.plan.build import PlanOptions, package_dir, plan_directory, pyext, source_files
 from kernelnix.plan.ids import check_unique_id
-from kernelnix.plan.metadata import python_dependency_table, python_depends_for
+from kernelnix.plan.metadata import python_dependency_table
 from kernelnix.plan.model import Plan
+from kernelnix.plan.variant_metadata import python_depends_for
 
 COMPILE_COMMANDS = "compile_commands.json"
 TEMPLATES = {"pyproject.toml": "pyproject/pyproject.toml.j2", "setup.py": "pyproject/setup.py.j2"}
@@ -238,7 +239,7 @@ def build_for_development(
     """
     _, plan = plan_directory(root, PlanOptions(systems=(current_system(),), unique_id=unique_id))
     if kernel_git is not None:
-        plan = with_kernel_git(plan, kernel_git)
+        plan = apply_kernel_revision(plan, kernel_git)
     name = development_variant(plan)
     built = build_planned(plan, root, name, jobs).built[0]
     database = root / BUILD_DIR / WORK_DIR / name / "build" / COMPILE_COMMANDS

@@ -12,7 +12,6 @@ one at most a temporary directory that the next build removes (kernelnix.core.fi
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 import shutil
@@ -36,9 +35,9 @@ from kernelnix.core.fileio import replacing_dir
 from kernelnix.core.process import run_shown
 from kernelnix.emit.cmake import cmake_project, noarch_ops_py, write_project
 from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
-from kernelnix.plan.flags import capability_base, cuda_gencode
+from kernelnix.plan.gencode import capability_base, cuda_gencode
 from kernelnix.plan.ids import check_unique_id
-from kernelnix.plan.metadata import BuildProvenance, Metadata
+from kernelnix.plan.metadata import BuildProvenance, unknown_provenance
 from kernelnix.plan.model import KernelGitState, Plan, PlanVariant
 
 
@@ -53,7 +52,7 @@ def run_command(args: list[str], env: dict[str, str] | None = None) -> None:
         raise BuildError(f"{Path(args[0]).name} exited with status {done.returncode}")
 
 
-def with_unique_id(plan: Plan, unique: str) -> Plan:
+def apply_unique_id(plan: Plan, unique: str) -> Plan:
     """`plan` with another unique id (`-` read as `_`); a UserError when it is invalid."""
     try:
         return plan.with_unique_id(check_unique_id(unique.replace("-", "_")))
@@ -122,20 +121,17 @@ def with_cuda_archs(plan: Plan, requested: list[str]) -> Plan:
                 unmatched[name] = planned
                 chosen = planned
             kernels[name] = chosen
-            flags = variant.compile[name].gpu_flags
-            gencode = cuda_gencode(planned)  # the plan puts them first (kernelnix.plan.flags)
-            assert flags[: len(gencode)] == gencode, flags
+            planned_gencode = set(cuda_gencode(planned))
+            rest = [f for f in variant.compile[name].gpu_flags if f not in planned_gencode]
             compiled[name] = variant.compile[name].model_copy(
-                update={"gpu_flags": cuda_gencode(chosen) + flags[len(gencode) :]}
+                update={"gpu_flags": cuda_gencode(chosen) + rest}
             )
         union = sorted({a for archs in kernels.values() for a in archs or []})
-        backend = {**variant.metadata["backend"], "archs": union}
-        return variant.model_copy(
+        backend = variant.metadata.backend.model_copy(update={"archs": union})
+        return variant.with_metadata(backend=backend).model_copy(
             update={
                 "kernels": kernels,
                 "compile": compiled,
-                "archs": union,
-                "metadata": {**variant.metadata, "backend": backend},
                 "development_archs": sorted(set(requested)),
             }
         )
@@ -159,7 +155,7 @@ def with_cuda_archs(plan: Plan, requested: list[str]) -> Plan:
 _REVISION = re.compile(r"(?P<commit>[0-9a-f]{7,40})(?P<dirty>-dirty)?")
 
 
-def with_kernel_git(plan: Plan, revision: str) -> Plan:
+def apply_kernel_revision(plan: Plan, revision: str) -> Plan:
     """`plan` with the kernel commit the build really has: `<commit>`,
     `<commit>-dirty`, or "" when unknown (provenance then names none).
 
@@ -185,15 +181,15 @@ def metadata_text(
     `toolchain` is one of matrix.json's toolchain names (build-variant's --toolchain);
     `policy` the check policy the build holds the variant to.
     """
-    data = copy.deepcopy(variant.metadata)
-    provenance = data.setdefault("provenance", {"kernel-builder": {"version": "unknown"}})
-    provenance["kernelnix"] = BuildProvenance(
+    own = BuildProvenance(
         toolchain=toolchain,
         redistributable=redistributable,
         policy=policy,
         development_archs=variant.development_archs,
-    ).to_data()
-    return Metadata.validate(data).to_json_text()
+    )
+    provenance = variant.metadata.provenance or unknown_provenance()
+    metadata = variant.with_metadata(provenance=provenance.model_copy(update={"kernelnix": own}))
+    return metadata.metadata.to_json_text()
 
 
 LAUNCHERS = ("sccache", "ccache")
@@ -408,14 +404,14 @@ def build_variant(
     """Build one variant of `plan` into `out_dir/<variant_name>/` and return that path.
 
     `unique_id` replaces the plan's (new ops id and metadata id), `kernel_git`
-    its kernel commit (see with_kernel_git). `work_dir`
+    its kernel commit (see apply_kernel_revision). `work_dir`
     keeps the CMake project and build tree (incremental rebuilds); without it
     they live in a temporary directory that is removed afterwards.
     """
     if unique_id is not None:
-        plan = with_unique_id(plan, unique_id)
+        plan = apply_unique_id(plan, unique_id)
     if kernel_git is not None:
-        plan = with_kernel_git(plan, kernel_git)
+        plan = apply_kernel_revision(plan, kernel_git)
     variant = plan.variant(system, variant_name)
     reason = why_not_buildable(variant, locked_wheels=False)
     if reason:

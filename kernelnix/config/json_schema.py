@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from pydantic_core import core_schema
 
-from kernelnix.config.base import FileModel
 from kernelnix.config.editions.probe import MODELS, PRE_EDITION_SHAPES
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -87,7 +87,7 @@ def build_toml_schema() -> dict[str, Any]:
     }
 
 
-def document_schema(model: type[FileModel], title: str) -> dict[str, Any]:
+def document_schema(model: type[BaseModel], title: str) -> dict[str, Any]:
     """The schema of a JSON document validated by `model`."""
     schema = model.model_json_schema(by_alias=True, schema_generator=SchemaGenerator)
     return {"$schema": DIALECT, **schema, "title": title}

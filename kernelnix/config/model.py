@@ -8,11 +8,10 @@ before they are validated as it.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
-from kernelnix.config.base import FileModel
 from kernelnix.config.editions.v3 import BackendDepsV3, CudaV3
 from kernelnix.config.editions.v4 import (
     FRAMEWORKS,
@@ -29,11 +28,12 @@ from kernelnix.config.tables import (
     Hub,
     Kernel,
     KernelBase,
+    KernelDependencyRef,
     MetalKernel,
     RocmKernel,
     XpuKernel,
 )
-from kernelnix.config.types import NonNegativeInt, StableAbi
+from kernelnix.config.types import StableAbi
 from kernelnix.core.version import Version
 
 __all__ = [
@@ -59,33 +59,6 @@ __all__ = [
 ]
 
 # ---------------------------------------------------------------- [general]
-
-
-def _version_or_revision(schema: dict[str, Any]) -> None:
-    schema["oneOf"] = [{"required": ["version"]}, {"required": ["revision"]}]
-
-
-class KernelDependencyRef(FileModel):
-    """Another Hub kernel this kernel needs at run time: exactly one of `version`
-    and `revision`."""
-
-    model_config = ConfigDict(title="kernel dependency", json_schema_extra=_version_or_revision)
-
-    repo_id: str = Field(
-        description="The kernel's Hub repository.", examples=["kernels-community/activation"]
-    )
-    version: NonNegativeInt | None = Field(None, description="Its major version.")
-    revision: str | None = Field(None, description="A git revision of it.")
-
-    @model_validator(mode="after")
-    def _version_xor_revision(self) -> KernelDependencyRef:
-        if self.version is not None and self.revision is not None:
-            raise ValueError("`version` and `revision` are mutually exclusive; keep one of them")
-        if self.version is None and self.revision is None:
-            raise ValueError(
-                "either `version` (an integer) or `revision` (a git revision) must be specified"
-            )
-        return self
 
 
 _KERNEL_DEPENDS = "Hub kernels the kernel needs at run time on this backend."

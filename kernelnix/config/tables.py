@@ -6,10 +6,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from kernelnix.config.base import FileModel
-from kernelnix.config.types import CudaCapability, Dependency, RocmArch, VersionStr
+from kernelnix.config.types import (
+    CudaCapability,
+    Dependency,
+    NonNegativeInt,
+    RocmArch,
+    VersionStr,
+)
 
 # The description of `pyext`, a key of every framework section.
 PYEXT = 'File extensions packaged with the Python code. Default: `["py", "pyi"]`.'
@@ -108,3 +114,30 @@ KERNEL_MODELS: dict[str, type[KernelBase]] = {
     "rocm": RocmKernel,
     "xpu": XpuKernel,
 }
+
+
+def _version_or_revision(schema: dict[str, Any]) -> None:
+    schema["oneOf"] = [{"required": ["version"]}, {"required": ["revision"]}]
+
+
+class KernelDependencyRef(FileModel):
+    """Another Hub kernel this kernel needs at run time: exactly one of `version`
+    and `revision`."""
+
+    model_config = ConfigDict(title="kernel dependency", json_schema_extra=_version_or_revision)
+
+    repo_id: str = Field(
+        description="The kernel's Hub repository.", examples=["kernels-community/activation"]
+    )
+    version: NonNegativeInt | None = Field(None, description="Its major version.")
+    revision: str | None = Field(None, description="A git revision of it.")
+
+    @model_validator(mode="after")
+    def _version_xor_revision(self) -> KernelDependencyRef:
+        if self.version is not None and self.revision is not None:
+            raise ValueError("`version` and `revision` are mutually exclusive; keep one of them")
+        if self.version is None and self.revision is None:
+            raise ValueError(
+                "either `version` (an integer) or `revision` (a git revision) must be specified"
+            )
+        return self

@@ -120,6 +120,29 @@ def check_kernel_name(value: object) -> str:
     return text
 
 
+# A part of a Hub repository id: ASCII letters, digits, `_`, `-` and `.`, starting and
+# ending with a letter, digit or `_`, at most 96 long.
+_HUB_NAME = re.compile(r"(?=\w)[\w.-]{1,96}(?<=\w)", re.ASCII)
+
+
+def hub_repo_id_problem(repo_id: str) -> str | None:
+    """Why the Hub refuses `repo_id` (`name` or `owner/name`), or None. The rules of
+    huggingface_hub's `validate_repo_id`, checked without importing it (slow)."""
+    parts = repo_id.split("/")
+    if len(parts) > 2:
+        return "it has more than one '/'; write it as <owner>/<name>"
+    if not all(_HUB_NAME.fullmatch(part) for part in parts):
+        return (
+            "each part uses letters, digits, '-', '_' and '.', starts and ends with a "
+            "letter or digit (or '_') and is at most 96 characters long"
+        )
+    if "--" in repo_id or ".." in repo_id:
+        return "it contains '--' or '..'"
+    if repo_id.endswith(".git"):
+        return "it ends with '.git'"
+    return None
+
+
 def check_git_url(value: object) -> str:
     text = _require_string(value, "a git URL")
     scp = _SCP_URL.fullmatch(text)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import click
 
 
 def shown(args: Sequence[str]) -> str:
@@ -23,5 +22,5 @@ def shown(args: Sequence[str]) -> str:
 def run_shown(args: Sequence[str], **options: Any) -> subprocess.CompletedProcess[str]:
     """Print `+ <command>` on stderr, then run it (text mode, no check); `options`
     go to subprocess.run."""
-    click.echo(shown(args), err=True)
+    print(shown(args), file=sys.stderr, flush=True)
     return subprocess.run(list(args), text=True, check=False, **options)

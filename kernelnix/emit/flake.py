@@ -2,7 +2,7 @@
 
 Its first line records the settings it was rendered with and the sha256 of the
 rest, so an edited flake.nix is recognised (`pristine_settings`) and kept unless
-`kernelnix generate --force` (kernelnix.compile.project writes it). Values reach
+`kernelnix generate --force` (kernelnix.project.generate writes it). Values reach
 flake.nix only through `nix_string`; everything from build.toml reaches Nix
 through the plan's JSON.
 """

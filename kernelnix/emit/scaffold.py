@@ -6,7 +6,7 @@ XPU) behind one Torch op `<n>(Tensor! out, Tensor input) -> ()`. Files are
 rendered from kernelnix/templates/init/; CARD.md is the default card template itself
 (kernelnix/templates/card/CARD.md.j2), for `kernelnix fill-card` to render later.
 
-kernelnix.compile.project writes the files: every target is checked before the
+kernelnix.project.generate writes the files: every target is checked before the
 first file is written, nothing is overwritten without `overwrite`, then the flake
 files are generated and the directory is made a git repository with everything
 staged (Nix flakes only see tracked files).
@@ -14,7 +14,7 @@ staged (Nix flakes only see tracked files).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,13 +105,16 @@ def parse_repo_id(value: str) -> KernelNames | None:
     return KernelNames(owner, repo)
 
 
-def resolve_target(path: str | None, name: str | None, cwd: Path) -> tuple[KernelNames, Path]:
+def resolve_target(
+    path: str | None, name: str | None, cwd: Path, hub_user: Callable[[], str]
+) -> tuple[KernelNames, Path]:
     """The kernel's names and directory, from `--name` and PATH as the reference resolves them.
 
     `--name owner/repo` names the kernel and gives the directory `./<name>`, which
     PATH overrides. PATH alone is the name when it reads `owner/repo`; else it is
     the directory, whose name is the repository's. Neither: the current
-    directory. Without `owner/`, the owner is the user logged in to the Hub.
+    directory. Without `owner/`, the owner is the user logged in to the Hub (`hub_user`,
+    asked only then).
     """
     if name is not None:
         names = parse_repo_id(name)
@@ -125,8 +128,6 @@ def resolve_target(path: str | None, name: str | None, cwd: Path) -> tuple[Kerne
     elif path is not None and (names := parse_repo_id(path)) is not None:
         directory = cwd / names.name
     else:
-        from kernelnix.publish.hub import hub_user
-
         directory = cwd / (path or ".")
         names = KernelNames(hub_user(), directory.resolve().name)
     try:

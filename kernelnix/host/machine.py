@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from kernelnix.checks import policy_names
+from kernelnix.checks.policy import policy_names
 from kernelnix.core.version import Version
 from kernelnix.host.environments import locked_environment, not_locked_reason
 from kernelnix.host.system import current_system

@@ -16,14 +16,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from kernelnix.host.environments import python_tag
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.system import current_system
 from kernelnix.host.torch_probe import probe
-from kernelnix.plan.model import Plan
+from kernelnix.plan.model import Plan, PlanModel, schema_version
 
 HOST_FILE = "kernelnix-host.json"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = schema_version("host-record")
 
 # Tools whose directories go on the builders' PATH (besides the Python's own).
 TOOLS = ("c++", "g++", "clang++", "cmake", "ninja", "nvcc", "hipcc", "icpx", "xcrun")
@@ -36,7 +38,37 @@ def _tools() -> dict[str, str]:
     return {name: path for name, path in found.items() if path}
 
 
-def probe_host(plan: Plan) -> dict[str, Any]:
+class HostRecord(PlanModel):
+    """kernelnix-host.json: what the host toolchain builds on this machine, and with what."""
+
+    schema_version: int = Field(
+        description="The record's schema version (data/schema-versions.json)."
+    )
+    system: str = Field(description="This machine's Nix system.")
+    python: str = Field(description="The Python the builders run.")
+    python_tag: str = Field(
+        description="Its wheel tag (`cp311`): which locked wheels the builders use."
+    )
+    torch_version: str | None = Field(description="Its Torch (`2.13.0`), or null.")
+    tools: dict[str, str] = Field(description="Compilers and build tools found on PATH.")
+    path: list[str] = Field(description="The builders' PATH entries.")
+    variants: list[str] = Field(description="The plan's variants this machine can build.")
+    not_buildable: dict[str, str] = Field(description="The others, each with why not.")
+
+    def to_json(self) -> str:
+        """The canonical text: sorted keys, 2-space indent, trailing newline."""
+        data = self.model_dump(mode="json", by_alias=True)
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def host_record_schema() -> dict[str, Any]:
+    """The JSON Schema of kernelnix-host.json (`kernelnix schema host-record`)."""
+    from kernelnix.config.json_schema import document_schema
+
+    return document_schema(HostRecord, HOST_FILE)
+
+
+def probe_host(plan: Plan) -> HostRecord:
     """This machine, as the host toolchain needs it, for the variants of `plan`."""
     system = current_system()
     # This Python's own Torch only: the variants of locked wheels are offered by
@@ -48,19 +80,18 @@ def probe_host(plan: Plan) -> dict[str, Any]:
     tools = _tools()
     path = [str(Path(sys.executable).parent), *(str(Path(p).parent) for p in tools.values())]
     torch = probe()
-    return {
-        "schema-version": SCHEMA_VERSION,
-        "system": system,
-        "python": sys.executable,
-        # Which locked environments (wheel-lock.json `host`) the builders use.
-        "python-tag": python_tag(),
-        "torch-version": torch["version"] if torch else None,
-        "tools": tools,
-        "path": list(dict.fromkeys([*path, *BASE_PATH])),
-        "variants": [name for name, reason in reasons.items() if reason is None],
-        "not-buildable": {name: reason for name, reason in reasons.items() if reason},
-    }
+    return HostRecord(
+        schema_version=SCHEMA_VERSION,
+        system=system,
+        python=sys.executable,
+        python_tag=python_tag(),
+        torch_version=torch["version"] if torch else None,
+        tools=tools,
+        path=list(dict.fromkeys([*path, *BASE_PATH])),
+        variants=[name for name, reason in reasons.items() if reason is None],
+        not_buildable={name: reason for name, reason in reasons.items() if reason},
+    )
 
 
-def host_json(record: dict[str, Any]) -> str:
-    return json.dumps(record, indent=2, sort_keys=True) + "\n"
+def host_json(record: HostRecord) -> str:
+    return record.to_json()

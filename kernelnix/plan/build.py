@@ -7,7 +7,6 @@ Pure data, deterministic (same inputs, same bytes), versioned by
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,23 +19,21 @@ from kernelnix.config.paths import declared_paths
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.plan.flags import kernel_compile
 from kernelnix.plan.ids import GitState, content_unique_id, git_state, ops_id, unique_id_for
-from kernelnix.plan.metadata import (
-    BUILDER_VERSION,
-    BuilderVersion,
-    KernelGit,
-    Provenance,
-    UnknownPythonDependency,
-    metadata_for_backend,
-    noarch_archs,
-)
+from kernelnix.plan.metadata import BUILDER_VERSION, BuilderVersion, KernelGit, Provenance
 from kernelnix.plan.model import (
     SCHEMA_VERSION,
     FrameworkSources,
     KernelGitState,
     Plan,
+    PlanHub,
     PlanKernel,
     PlanSystem,
     PlanVariant,
+)
+from kernelnix.plan.variant_metadata import (
+    UnknownPythonDependency,
+    metadata_for_backend,
+    noarch_archs,
 )
 from kernelnix.variants.archs import EmptyArchsError, kernel_archs, metadata_archs
 from kernelnix.variants.enumerate import Variant, best_variant, variants_for_system
@@ -156,17 +153,20 @@ def _plan_variant(
         stable_abi=variant.stable_abi.major_minor() if variant.stable_abi else None,
         tvm_ffi=str(build_set.tvm_ffi) if variant.kind == "tvm-ffi" else None,
         bundle=variant.bundle,
-        ops_id=kernel_id,
         kernels=kernels,
         compile={
             name: kernel_compile(config.kernel[name], archs, build_set.version, matrix)
             for name, archs in kernels.items()
         },
-        archs=archs,
         macos_deployment_target=str(macos) if macos else None,
-        metadata=json.loads(metadata.to_json_text()),
+        metadata=metadata,
         development_archs=None,
     )
+
+
+def _hub(config: BuildConfig) -> PlanHub:
+    hub = config.general.hub
+    return PlanHub(repo_id=hub.repo_id if hub else None, branch=hub.branch if hub else None)
 
 
 def _best_first(variants: list[Variant], matrix: Matrix) -> list[Variant]:
@@ -244,7 +244,7 @@ def draft_plan(
         systems=systems,
         variants=variants,
         notes=notes,
-        config=config.to_json(),
+        hub=_hub(config),
     )
     return plan, with_lines(loaded, list(dict.fromkeys(errors)))
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 import types
 from typing import Any, Literal, Union, get_args, get_origin
 
+from kernelnix.plan.metadata import Metadata
 from kernelnix.plan.model import (
     FrameworkSources,
     KernelCompile,
     KernelGitState,
     Plan,
     PlanDependency,
+    PlanHub,
     PlanKernel,
     PlanModel,
     PlanSystem,
@@ -29,8 +31,10 @@ SECTIONS: list[tuple[type[PlanModel], str, str]] = [
     (PlanKernel, "Kernel", "`kernels.<kernel>`"),
     (FrameworkSources, "FrameworkSources", "`framework-sources`"),
     (KernelGitState, "KernelGit", "`kernel-git`"),
+    (PlanHub, "Hub", "`hub`"),
 ]
-_NAMES: dict[Any, str] = {model: name for model, name, _ in SECTIONS}
+# A variant's metadata.json is its own contract: `kernelnix schema metadata`.
+_NAMES: dict[Any, str] = {model: name for model, name, _ in SECTIONS} | {Metadata: "metadata.json"}
 _SCALARS: dict[Any, str] = {str: "string", int: "int", bool: "bool", Any: "any"}
 
 

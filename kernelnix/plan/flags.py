@@ -11,31 +11,13 @@ time for the matrix's offload targets and devices (kernels depending on
 from __future__ import annotations
 
 from kernelnix.config.model import CudaKernel, KernelBase, RocmKernel, XpuKernel
-from kernelnix.config.types import parse_capability
 from kernelnix.core.version import Version
+from kernelnix.plan.gencode import cuda_gencode
 from kernelnix.plan.model import KernelCompile
 from kernelnix.variants.matrix import Matrix
 
 STUB_FLAG = "-static-global-template-stub"
 CUDA_STUB_MIN = Version((12, 8))
-
-
-def cuda_gencode(archs: list[str]) -> list[str]:
-    """nvcc flags for capabilities: one `-gencode` per arch, `+PTX` adds the PTX."""
-    flags = []
-    for capability in archs:
-        version, suffix, ptx = parse_capability(capability)
-        number = f"{version.major}{version.minor}{suffix}"
-        flags.append(f"-gencode=arch=compute_{number},code=sm_{number}")
-        if ptx:
-            flags.append(f"-gencode=arch=compute_{number},code=compute_{number}")
-    return flags
-
-
-def capability_base(capability: str) -> str:
-    """`9.0a+PTX` -> `9.0`: the arch without suffix or PTX; ValueError when invalid."""
-    version, _, _ = parse_capability(capability)
-    return version.major_minor()
 
 
 def cuda_flags(kernel: CudaKernel, cuda: Version | None) -> list[str]:

@@ -1,32 +1,64 @@
-"""metadata.json: the reference's fields and kebab-case keys, per backend.
+"""metadata.json: its model and the one function that reads it.
 
-What we write must be accepted unchanged by the `kernels` loader's parser.
+The model is the `kernels` loader's contract (`kernels._rust.Metadata`): what
+kernelnix writes, the loader accepts unchanged, and what the loader accepts,
+kernelnix reads the same way. Like the loader, the model ignores keys it does
+not know, except in `kernel-depends` entries, which the loader refuses
+unknown keys in too; it reads `sha` as the older name of `commit`. The JSON
+Schema says the same (`additionalProperties`). The plan carries a variant's
+model; the build step writes it, and the checks, `hash` and `upload` read it
+back with `read_metadata`.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import (
+    AliasChoices,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_serializer,
+    model_serializer,
+    model_validator,
+)
 
 from kernelnix import __version__
 from kernelnix.config.base import FileModel
-from kernelnix.config.json_schema import document_schema
-from kernelnix.config.model import BuildConfig, KernelDependencyRef
+from kernelnix.config.tables import KernelDependencyRef
 from kernelnix.config.types import Backend, KernelName, NonNegativeInt
-from kernelnix.core.diagnostics import ConfigValueError
+from kernelnix.core.diagnostics import Diagnostic, UserError, display_path, format_key_path
 
 BUILDER_VERSION = f"kernelnix {__version__}"
+METADATA = "metadata.json"
+
+
+def _unknown_keys_ignored(schema: dict[str, Any]) -> None:
+    schema["additionalProperties"] = True
 
 
 class Record(FileModel):
-    """A table of metadata.json. kernelnix also builds these in code, by field name;
-    a file is still read by its kebab-case keys only (`validate`)."""
+    """A table of metadata.json: unknown keys are ignored (the loader's serde
+    default), a null or absent optional key is left out when written.
 
-    model_config = ConfigDict(validate_by_name=True)
+    kernelnix also builds these in code, by field name; a file is still read
+    by its kebab-case keys only (`validate`)."""
+
+    model_config = ConfigDict(
+        validate_by_name=True, extra="ignore", json_schema_extra=_unknown_keys_ignored
+    )
+
+    @model_serializer(mode="wrap")
+    def _present_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {key: value for key, value in data.items() if value is not None}
 
 
 class BackendInfo(Record):
@@ -45,14 +77,45 @@ class Digest(Record):
     )
 
 
-class BuilderVersion(Record):
+def _commit_field(description: str, required: bool) -> Any:
+    return Field(
+        ... if required else None,
+        description=f"{description} Read from `sha` too, its older name; written as `commit`.",
+        validation_alias=AliasChoices("commit", "sha"),
+    )
+
+
+def _sha_is_commit(schema: dict[str, Any]) -> None:
+    _unknown_keys_ignored(schema)
+    properties = schema["properties"]
+    properties["sha"] = {**properties["commit"], "description": "The older name of `commit`."}
+    schema["not"] = {"required": ["commit", "sha"]}
+    if "commit" in schema.get("required", []):
+        schema["required"].remove("commit")
+        schema["oneOf"] = [{"required": ["commit"]}, {"required": ["sha"]}]
+
+
+class GitRecord(Record):
+    """A table with a git `commit` (or `sha`, its older name: the loader reads both)."""
+
+    model_config = ConfigDict(json_schema_extra=_sha_is_commit)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_commit_key(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "commit" in data and "sha" in data:
+            raise ValueError("`sha` is the older name of `commit`; keep `commit` only")
+        return data
+
+
+class BuilderVersion(GitRecord):
     version: str
-    commit: str | None = None
+    commit: str | None = _commit_field("The builder's git commit.", required=False)
     dirty: bool | None = None
 
 
-class KernelGit(Record):
-    commit: str = Field(description="The kernel's git commit the variant was built from.")
+class KernelGit(GitRecord):
+    commit: str = _commit_field("The kernel's git commit the variant was built from.", True)
     dirty: bool = Field(description="Whether the work tree had uncommitted changes.")
 
 
@@ -77,18 +140,17 @@ class Provenance(Record):
     kernelnix: BuildProvenance | None = None
 
 
-def _unknown_keys_allowed(schema: dict[str, Any]) -> None:
-    # The loader ignores keys it does not know at the top level; so do `kernelnix
-    # check` and `hash`, which validate the known keys only.
-    schema["additionalProperties"] = True
+@cache
+def unknown_provenance() -> Provenance:
+    """The provenance of a metadata.json that records none (a plan always records one).
+    Built on first use: building a model's validator at import costs every command."""
+    return Provenance(kernel_builder=BuilderVersion(version="unknown"))
 
 
 class Metadata(Record):
     """A variant's metadata.json, as the `kernels` loader reads it."""
 
     # The fields are in the reference's order: metadata.json is written in it.
-
-    model_config = ConfigDict(json_schema_extra=_unknown_keys_allowed)
 
     name: KernelName
     id: str = Field(description="The variant's Torch ops namespace.")
@@ -104,66 +166,23 @@ class Metadata(Record):
     digest: Digest | None = None
     provenance: Provenance | None = None
 
+    @field_serializer("kernel_depends")
+    def _kernel_depends_present_keys(self, value: list[KernelDependencyRef]) -> list[Any]:
+        return [entry.to_data(exclude_none=True) for entry in value]
+
+    @property
+    def own(self) -> BuildProvenance | None:
+        """kernelnix's provenance record; None when kernelnix did not build it."""
+        return self.provenance.kernelnix if self.provenance else None
+
     def to_json_text(self) -> str:
-        return json.dumps(self.to_data(exclude_none=True), indent=2) + "\n"
-
-
-def metadata_schema() -> dict[str, Any]:
-    """The JSON Schema of metadata.json (`kernelnix schema metadata`)."""
-    return document_schema(Metadata, "metadata.json")
+        return json.dumps(self.to_data(), indent=2) + "\n"
 
 
 @cache
 def python_dependency_table() -> dict[str, Any]:
     text = resources.files("kernelnix.data").joinpath("python_dependencies.json").read_text()
     return json.loads(text)
-
-
-class UnknownPythonDependency(ConfigValueError):
-    """A python-depends name the loader would refuse."""
-
-
-_DEPENDS_FIX = (
-    "use a name the kernels loader knows (kernelnix/data/python_dependencies.json); "
-    "a package it does not know cannot be a run-time dependency of a Hub kernel"
-)
-
-
-def python_depends_for(config: BuildConfig, backend: str) -> list[str]:
-    """General names, then the backend's; each checked against the known table."""
-    table = python_dependency_table()
-    for index, name in enumerate(config.general.python_depends):
-        if name not in table["general"]:
-            per_backend = "; ".join(
-                f"{b}: {', '.join(sorted(names))}"
-                for b, names in table["backends"].items()
-                if names
-            )
-            raise UnknownPythonDependency(
-                f"unknown dependency {name!r}; known on every backend: "
-                f"{', '.join(sorted(table['general']))}",
-                key=f"general.python-depends[{index}]",
-                fix=f"{_DEPENDS_FIX}; names known on one backend only ({per_backend}) go in "
-                "[general.<backend>] python-depends",
-            )
-    names = list(config.general.python_depends)
-    backend_table = getattr(config.general, backend, None)
-    own = list(getattr(backend_table, "python_depends", []) or [])
-    if own and backend not in table["backends"]:
-        raise UnknownPythonDependency(
-            f"no Python dependencies are defined for backend {backend!r}",
-            key=f"general.{backend}.python-depends",
-            fix="remove the list",
-        )
-    for index, name in enumerate(own):
-        if name not in table["backends"][backend]:
-            known = ", ".join(sorted(table["backends"][backend])) or "none"
-            raise UnknownPythonDependency(
-                f"unknown dependency {name!r} for backend {backend!r}; known: {known}",
-                key=f"general.{backend}.python-depends[{index}]",
-                fix=_DEPENDS_FIX,
-            )
-    return names + own
 
 
 def python_imports(names: list[str], backend: str) -> list[str]:
@@ -176,35 +195,77 @@ def python_imports(names: list[str], backend: str) -> list[str]:
     return imports
 
 
-def kernel_depends_for(config: BuildConfig, backend: str) -> list[KernelDependencyRef]:
-    backend_table = getattr(config.general, backend, None)
-    return [*config.general.kernel_depends, *getattr(backend_table, "kernel_depends", [])]
+def metadata_schema() -> dict[str, Any]:
+    """The JSON Schema of metadata.json (`kernelnix schema metadata`)."""
+    from kernelnix.config.json_schema import document_schema  # the editions' models too
+
+    return document_schema(Metadata, METADATA)
 
 
-def noarch_archs(config: BuildConfig, backend: str) -> list[str] | None:
-    noarch = config.torch_noarch
-    if noarch is None:
-        return None
-    return {"cuda": noarch.cuda_capabilities, "rocm": noarch.rocm_archs}.get(backend)
+@dataclass(frozen=True)
+class MetadataProblem:
+    key: str  # the key path in metadata.json (`backend.type`), "" for the whole file
+    message: str
 
 
-def metadata_for_backend(
-    config: BuildConfig,
-    backend: str,
-    kernel_id: str,
-    archs: list[str] | None = None,
-    provenance: Provenance | None = None,
-) -> Metadata:
-    general = config.general
-    return Metadata(
-        name=general.name,
-        id=kernel_id,
-        version=general.version,
-        license=general.license,
-        upstream=general.upstream,
-        source=general.source,
-        python_depends=python_depends_for(config, backend),
-        kernel_depends=kernel_depends_for(config, backend),
-        backend=BackendInfo(type=backend, archs=archs),  # type: ignore[arg-type]
-        provenance=provenance,
-    )
+@dataclass(frozen=True)
+class VariantMetadata:
+    """A variant's valid metadata.json: the JSON as written (key order, unknown keys
+    kept for rewriting it) and its model."""
+
+    path: Path
+    raw: dict[str, Any]
+    model: Metadata
+
+
+@dataclass(frozen=True)
+class MetadataRead:
+    """What `read_metadata` found: the JSON object (None when there is none: `error`
+    says why), and its model or the problems that keep it from being one."""
+
+    path: Path
+    raw: dict[str, Any] | None
+    error: str | None  # missing, unreadable, not an object
+    model: Metadata | None
+    problems: tuple[MetadataProblem, ...]
+
+    def valid(self, fix: str) -> VariantMetadata:
+        """The metadata; a UserError with every problem (and `fix`) when it is not valid."""
+        where = display_path(self.path)
+        if self.raw is None:
+            error = self.error or "unreadable"
+            if error == "missing":
+                error = "missing: every variant needs a metadata.json"
+            raise UserError.single(error, file=where, fix=fix)
+        if self.model is None:
+            raise UserError(
+                [
+                    Diagnostic(p.message, file=where, key=p.key or None, fix=fix)
+                    for p in self.problems
+                ]
+            )
+        return VariantMetadata(self.path, self.raw, self.model)
+
+
+def read_metadata(variant_dir: Path) -> MetadataRead:
+    """`variant_dir/metadata.json`, read and validated as the loader reads it."""
+    path = variant_dir / METADATA
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return MetadataRead(path, None, "missing", None, ())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return MetadataRead(path, None, f"unreadable: {exc}", None, ())
+    if not isinstance(raw, dict):
+        error = f"expected a JSON object, found {type(raw).__name__}"
+        return MetadataRead(path, None, error, None, ())
+    try:
+        return MetadataRead(path, raw, None, Metadata.validate(raw), ())
+    except ValidationError as exc:
+        from kernelnix.config.issues import issues_of  # only a bad file pays for it
+
+        problems = tuple(
+            MetadataProblem(format_key_path(issue.loc), issue.message)
+            for issue in issues_of(exc, Metadata)
+        )
+        return MetadataRead(path, raw, None, None, problems)

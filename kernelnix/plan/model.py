@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
@@ -23,39 +23,46 @@ from pydantic import (
     model_serializer,
 )
 
-from kernelnix.core.diagnostics import Diagnostic, UserError
+from kernelnix.config.base import FileModel
+from kernelnix.core.diagnostics import Diagnostic, UserError, format_key_path
 from kernelnix.plan.ids import ops_id
+from kernelnix.plan.metadata import KernelGit, Metadata, unknown_provenance
 
-SCHEMA_VERSION = 1
+
+def schema_version(document: str) -> int:
+    """The schema version of `plan` or `host-record`: data/schema-versions.json, which
+    Nix reads too."""
+    text = resources.files("kernelnix.data").joinpath("schema-versions.json").read_text()
+    version: int = json.loads(text)[document]
+    return version
+
+
+SCHEMA_VERSION = schema_version("plan")
 PLAN_FILE = "kernelnix-plan.json"
 REWRITE_FIX = (
     "write the plan again with this kernelnix: `kernelnix generate` (for Nix) or `kernelnix plan`"
 )
 
 
-def _kebab(name: str) -> str:
-    return name.replace("_", "-")
-
-
-class PlanModel(BaseModel):
-    """A frozen table of the plan: kebab-case keys in the file, no unknown keys."""
+class PlanModel(FileModel):
+    """A frozen table of the plan: a file model (kebab-case keys, no unknown keys, strict)
+    that the planner also constructs by attribute name."""
 
     NONE_IS_ABSENT: ClassVar[bool] = False  # a None field is written as null
 
-    model_config = ConfigDict(
-        alias_generator=_kebab,
-        validate_by_alias=True,
-        validate_by_name=True,  # the planner constructs by attribute name
-        extra="forbid",
-        strict=True,
-        frozen=True,
-        defer_build=True,
-    )
+    model_config = ConfigDict(validate_by_name=True)
 
 
 class KernelGitState(PlanModel):
     commit: str = Field(description="The kernel's git commit.")
     dirty: bool = Field(description="Whether tracked files had uncommitted changes.")
+
+
+class PlanHub(PlanModel):
+    """`[general.hub]`: the Hub repository the flake's scripts and shells name."""
+
+    repo_id: str | None = Field(description="`repo-id`, or null.")
+    branch: str | None = Field(description="`branch`, or null (upload's default).")
 
 
 class FrameworkSources(PlanModel):
@@ -141,10 +148,6 @@ class PlanVariant(PlanModel):
     stable_abi: str | None = Field(description="The stable-ABI target version, or null.")
     tvm_ffi: str | None = Field(description="The tvm-ffi version of tvm-ffi variants.")
     bundle: bool = Field(description="Whether `packages.<system>.bundle` includes it.")
-    ops_id: str = Field(
-        description="`_<python-name>_<backend>_<unique-id>`: op namespace, module name, "
-        "library stem."
-    )
     kernels: dict[str, list[str] | None] = Field(
         description="The kernels compiled into it and their archs (CUDA capabilities, "
         "ROCm gfx targets), null for backends without archs."
@@ -152,22 +155,35 @@ class PlanVariant(PlanModel):
     compile: dict[str, KernelCompile] = Field(
         description="How each of those kernels is compiled (the CMake project reads only this)."
     )
-    archs: list[str] | None = Field(
-        description="The union of the compiled archs, as metadata.json lists them "
-        "(sorted as strings, like the reference); noarch: from `[torch-noarch]`."
-    )
     macos_deployment_target: str | None = Field(
         description="`15` (CPU) or `26` (Metal) on Darwin, else null."
     )
-    metadata: dict[str, Any] = Field(
-        description="Its `metadata.json`, before the build adds provenance and digest "
-        "(checked by kernelnix.plan.metadata when written)."
+    metadata: Metadata = Field(
+        description="Its `metadata.json` (kernelnix.plan.metadata), before the build adds "
+        "kernelnix's provenance and the digest. Its `id` is "
+        "`_<python-name>_<backend>_<unique-id>`: op namespace, module name, library stem; "
+        "its `backend.archs` the union of the compiled archs (sorted as strings, like the "
+        "reference; noarch: from `[torch-noarch]`)."
     )
     development_archs: list[str] | None = Field(
         None,
         description="Only in a development build (`--cuda-archs`): the archs its CUDA "
         "kernels were restricted to. metadata.json records them; `upload` refuses it.",
     )
+
+    @property
+    def ops_id(self) -> str:
+        """The op namespace, module name and library stem: metadata.json's `id`."""
+        return self.metadata.id
+
+    @property
+    def archs(self) -> list[str] | None:
+        """The archs metadata.json lists: the union of the compiled ones."""
+        return self.metadata.backend.archs
+
+    def with_metadata(self, **update: Any) -> PlanVariant:
+        """The variant with those fields of its metadata replaced."""
+        return self.model_copy(update={"metadata": self.metadata.model_copy(update=update)})
 
     @model_serializer(mode="wrap")
     def _without_development_archs(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -179,7 +195,9 @@ class PlanVariant(PlanModel):
 
 
 class Plan(PlanModel):
-    schema_version: int = Field(description="`1`. Bumped on any incompatible change.")
+    schema_version: int = Field(
+        description="`2` (kernelnix/data/schema-versions.json). Bumped on any incompatible change."
+    )
     generator: str = Field(description="`kernelnix <version>`.")
     build_toml_sha256: str = Field(
         description="sha256 of `build.toml`; the flake refuses a stale plan."
@@ -212,8 +230,9 @@ class Plan(PlanModel):
     notes: list[str] = Field(
         description="Things the user should know (skipped build sets, backends without build sets)."
     )
-    config: dict[str, Any] = Field(
-        description="The normalized edition-5 config (`kernelnix check-config --json`)."
+    hub: PlanHub = Field(
+        description="`[general.hub]`: what Nix reads of build.toml besides the plan's "
+        "own keys (build.toml itself is `kernelnix check-config --json`)."
     )
 
     def to_json(self) -> str:
@@ -250,41 +269,27 @@ class Plan(PlanModel):
         """The plan with another (already checked) unique id: every ops id and metadata id anew."""
 
         def rebase(variant: PlanVariant) -> PlanVariant:
-            kernel_id = ops_id(self.python_name, variant.backend, unique)
-            metadata = {**variant.metadata, "id": kernel_id}
-            return variant.model_copy(update={"ops_id": kernel_id, "metadata": metadata})
+            return variant.with_metadata(id=ops_id(self.python_name, variant.backend, unique))
 
         return self.with_variants(rebase, unique_id=unique)
 
     def with_kernel_git(self, kernel: KernelGitState | None) -> Plan:
         """The plan with another kernel git state, in every variant's provenance too."""
 
+        git = None if kernel is None else KernelGit(commit=kernel.commit, dirty=kernel.dirty)
+
         def rebase(variant: PlanVariant) -> PlanVariant:
-            provenance = dict(variant.metadata.get("provenance", {}))
-            provenance.pop("kernel", None)
-            if kernel is not None:
-                provenance["kernel"] = kernel.model_dump(by_alias=True)
-            metadata = {**variant.metadata, "provenance": provenance}
-            return variant.model_copy(update={"metadata": metadata})
+            provenance = variant.metadata.provenance or unknown_provenance()
+            return variant.with_metadata(provenance=provenance.model_copy(update={"kernel": git}))
 
         return self.with_variants(rebase, kernel_git=kernel)
 
 
-# Pydantic's messages for a key that is missing or not the plan's, in the CLI's words.
-_KEY_PROBLEMS = {"missing": "missing key", "extra_forbidden": "unknown key"}
+def plan_schema() -> dict[str, Any]:
+    """The JSON Schema of kernelnix-plan.json (`kernelnix schema plan`)."""
+    from kernelnix.config.json_schema import document_schema
 
-
-def _shape_problems(error: ValidationError, path: Path) -> list[Diagnostic]:
-    return [
-        Diagnostic(
-            _KEY_PROBLEMS.get(problem["type"])
-            or f"{problem['msg']} (found {json.dumps(problem['input'])[:60]})",
-            file=str(path),
-            key=".".join(str(part) for part in problem["loc"]),
-            fix=REWRITE_FIX,
-        )
-        for problem in error.errors(include_url=False)
-    ]
+    return document_schema(Plan, PLAN_FILE)
 
 
 def read_plan(path: Path) -> Plan:
@@ -300,6 +305,18 @@ def read_plan(path: Path) -> Plan:
             f"plan schema {version} is not {SCHEMA_VERSION}", file=str(path), fix=REWRITE_FIX
         )
     try:
-        return Plan.model_validate(data, by_alias=True, by_name=False)
+        return Plan.validate(data)
     except ValidationError as exc:
-        raise UserError(_shape_problems(exc, path)) from None
+        from kernelnix.config.issues import issues_of  # only a misshapen plan pays for it
+
+        raise UserError(
+            [
+                Diagnostic(
+                    issue.message,
+                    file=str(path),
+                    key=format_key_path(issue.loc),
+                    fix=REWRITE_FIX,
+                )
+                for issue in issues_of(exc, Plan)
+            ]
+        ) from None

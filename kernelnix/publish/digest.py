@@ -15,66 +15,26 @@ import base64
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from kernelnix.checks import discover_variants
-from kernelnix.config.issues import issues_of
-from kernelnix.config.load import format_key_path
-from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
+from kernelnix.core.diagnostics import UserError, display_path
 from kernelnix.core.fileio import write_atomic
-from kernelnix.plan.metadata import BuildProvenance, Digest, Metadata
+from kernelnix.plan.metadata import Digest, Metadata, VariantMetadata, read_metadata
 
 METADATA = "metadata.json"
 UNHASHED = frozenset({METADATA, "metadata.json.sigstore"})  # top level only
 BYTECODE_DIR = "__pycache__"
 Algorithm = Literal["sha256", "sha512"]
 _CHUNK = 1 << 20
-_METADATA_KEYS = frozenset(Metadata.file_keys())
 
 
-@dataclass(frozen=True)
-class VariantMetadata:
-    """A variant's metadata.json: the JSON as written (order, unknown keys) and its model."""
-
-    path: Path
-    raw: dict[str, Any]
-    model: Metadata
-
-    @property
-    def own(self) -> BuildProvenance | None:
-        """kernelnix's provenance record; None when kernelnix did not build it."""
-        return self.model.provenance.kernelnix if self.model.provenance else None
-
-
-def read_metadata(variant_dir: Path) -> VariantMetadata:
-    """Read and validate `variant_dir/metadata.json`; keys the loader ignores are kept."""
-    path = variant_dir / METADATA
-    where = display_path(path)
-    fix = "rebuild the variant so that the build writes its metadata.json"
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError.single(
-            "missing: every variant needs a metadata.json", file=where, fix=fix
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError.single(f"unreadable: {exc}", file=where, fix=fix) from None
-    if not isinstance(raw, dict):
-        raise UserError.single(f"expected a JSON object, found {type(raw).__name__}", file=where)
-    try:
-        model = Metadata.validate({k: v for k, v in raw.items() if k in _METADATA_KEYS})
-    except ValidationError as exc:
-        raise UserError(
-            [
-                Diagnostic(issue.message, file=where, key=format_key_path(issue.loc), fix=fix)
-                for issue in issues_of(exc, Metadata)
-            ]
-        ) from None
-    return VariantMetadata(path, raw, model)
+def valid_metadata(variant_dir: Path) -> VariantMetadata:
+    """`variant_dir`'s metadata.json, valid; a UserError with every problem."""
+    return read_metadata(variant_dir).valid(
+        fix="rebuild the variant so that the build writes its metadata.json"
+    )
 
 
 def shipped_files(variant_dir: Path) -> list[str]:
@@ -165,7 +125,7 @@ def hash_variants(path: Path) -> list[tuple[Path, Digest]]:
 
     Every metadata.json is read and validated before the first one is written.
     """
-    variants = [read_metadata(variant) for variant in discover_variants(path)]
+    variants = [valid_metadata(variant) for variant in discover_variants(path)]
     written = []
     for metadata in variants:
         digest = compute_digest(metadata.path.parent)

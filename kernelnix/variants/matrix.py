@@ -8,9 +8,12 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
+from pydantic import ValidationError
+
+from kernelnix.config.base import FileModel
+from kernelnix.core.diagnostics import Diagnostic, UserError, display_path, format_key_path
 from kernelnix.core.version import Version
 
 
@@ -30,12 +33,38 @@ class BuildSet:
         return f"torch {self.torch.major_minor()} with {backend}"
 
 
+# matrix.json's `toolkits`: shipped data, checked by tests/variants, typed here.
+DefaultArchs = TypedDict("DefaultArchs", {"min-version": str, "archs": list[str]})
+CudaToolkit = TypedDict(
+    "CudaToolkit", {"supported-archs": list[str], "default-archs": list[DefaultArchs]}
+)
+
+
+class RocmToolkit(TypedDict):
+    archs: list[str]
+
+
+XpuToolkit = TypedDict(
+    "XpuToolkit",
+    {"offload-targets": list[str], "aot-devices": list[str], "aot-devices-sycl-tla": list[str]},
+)
+Toolkits = TypedDict(
+    "Toolkits",
+    {
+        "cuda": CudaToolkit,
+        "rocm": RocmToolkit,
+        "xpu": XpuToolkit,
+        "macos-deployment-target": dict[str, str],
+    },
+)
+
+
 @dataclass(frozen=True)
 class Matrix:
     systems: tuple[str, ...]
     build_sets: tuple[BuildSet, ...]
     backend_order: tuple[str, ...]
-    toolkits: dict[str, Any]
+    toolkits: Toolkits
 
     def cuda_default_archs(self, cuda: Version) -> list[str]:
         for entry in self.toolkits["cuda"]["default-archs"]:
@@ -69,22 +98,32 @@ def matrix_data() -> dict[str, Any]:
 TOOLCHAINS: tuple[str, ...] = tuple(matrix_data()["toolchains"])
 
 
-def _build_set(entry: dict[str, Any]) -> BuildSet:
-    return BuildSet(
-        torch=Version.parse(entry["torch"]),
-        backend=entry["backend"],
-        version=_optional_version(entry.get("version")),
-        systems=tuple(entry["systems"]),
-        bundle=bool(entry.get("bundle", False)),
-        tvm_ffi=_optional_version(entry.get("tvm-ffi")),
-    )
+class BuildSetEntry(FileModel):
+    """An entry of `build-sets`: in matrix.json, a `--matrix` file, a flake's torchVersions."""
+
+    torch: str
+    backend: str
+    version: str | None = None
+    systems: list[str]
+    bundle: bool = False
+    tvm_ffi: str | None = None
+
+    def build_set(self) -> BuildSet:
+        return BuildSet(
+            torch=Version.parse(self.torch),
+            backend=self.backend,
+            version=_optional_version(self.version),
+            systems=tuple(self.systems),
+            bundle=self.bundle,
+            tvm_ffi=_optional_version(self.tvm_ffi),
+        )
 
 
 def load_matrix(build_sets: tuple[BuildSet, ...] | None = None) -> Matrix:
     """kernelnix's matrix; `build_sets` replaces its build sets (a flake's `torchVersions`)."""
     data = matrix_data()
     if build_sets is None:
-        build_sets = tuple(_build_set(entry) for entry in data["build-sets"])
+        build_sets = tuple(BuildSetEntry.validate(e).build_set() for e in data["build-sets"])
     return Matrix(
         tuple(data["systems"]), build_sets, tuple(data["backend-order"]), data["toolkits"]
     )
@@ -92,50 +131,53 @@ def load_matrix(build_sets: tuple[BuildSet, ...] | None = None) -> Matrix:
 
 # Backends with a version in their build sets (`cu126`, `rocm71`, `xpu20253`).
 VERSIONED_BACKENDS = ("cuda", "rocm", "xpu")
-_FIELDS = {
-    "torch": str,
-    "backend": str,
-    "version": str,
-    "systems": list,
-    "bundle": bool,
-    "tvm-ffi": str,
-}
-_REQUIRED = ("torch", "backend", "systems")
 
 
-def _build_set_errors(entry: object, key: str) -> list[tuple[str, str]]:
-    """What is wrong with one entry of a `build-sets` list: (key path, problem) pairs."""
-    if not isinstance(entry, dict):
-        return [(key, f"expected an object, got {type(entry).__name__}")]
+def _entry_problems(entry: BuildSetEntry, key: str) -> list[tuple[str, str]]:
+    """What the model cannot say of a well-formed entry: versions, backend, systems."""
     matrix = matrix_data()
-    problems = [(f"{key}.{name}", "unknown field") for name in entry if name not in _FIELDS]
-    problems += [(f"{key}.{name}", "missing") for name in _REQUIRED if name not in entry]
-    problems += [
-        (f"{key}.{name}", f"expected a {kind.__name__}")
-        for name, kind in _FIELDS.items()
-        if name in entry and not isinstance(entry[name], kind)
-    ]
-    if problems:
-        return problems
-    for name in ("torch", "version", "tvm-ffi"):
+    problems = []
+    for name, text in (("torch", entry.torch), ("version", entry.version)):
         try:
-            _optional_version(entry.get(name))
+            _optional_version(text)
         except ValueError as exc:
             problems.append((f"{key}.{name}", str(exc)))
-    backend = entry["backend"]
-    if backend not in matrix["backend-order"]:
+    try:
+        _optional_version(entry.tvm_ffi)
+    except ValueError as exc:
+        problems.append((f"{key}.tvm-ffi", str(exc)))
+    if entry.backend not in matrix["backend-order"]:
         known = ", ".join(matrix["backend-order"])
         problems.append(
-            (f"{key}.backend", f"{backend!r} is not a backend kernelnix builds ({known})")
+            (f"{key}.backend", f"{entry.backend!r} is not a backend kernelnix builds ({known})")
         )
-    elif (backend in VERSIONED_BACKENDS) != ("version" in entry):
-        needed = "needs" if backend in VERSIONED_BACKENDS else "takes no"
-        problems.append((f"{key}.version", f"backend {backend!r} {needed} a version"))
-    unknown = [s for s in entry["systems"] if s not in matrix["systems"]]
+    elif (entry.backend in VERSIONED_BACKENDS) != (entry.version is not None):
+        needed = "needs" if entry.backend in VERSIONED_BACKENDS else "takes no"
+        problems.append((f"{key}.version", f"backend {entry.backend!r} {needed} a version"))
+    unknown = [s for s in entry.systems if s not in matrix["systems"]]
     if unknown:
         known = ", ".join(matrix["systems"])
         problems.append((f"{key}.systems", f"unknown system {unknown[0]!r} (known: {known})"))
     return problems
+
+
+def _build_set_entry(entry: object, key: str) -> tuple[BuildSetEntry | None, list[tuple[str, str]]]:
+    """One entry of a `build-sets` list, or the (key path, problem) pairs of it."""
+    try:
+        model = BuildSetEntry.validate(entry)
+    except ValidationError as exc:
+        from kernelnix.config.issues import issues_of  # only a bad file pays for it
+
+        return None, [
+            (f"{key}{_sub_key(issue.loc)}", issue.message)
+            for issue in issues_of(exc, BuildSetEntry)
+        ]
+    return model, _entry_problems(model, key)
+
+
+def _sub_key(loc: tuple[str | int, ...]) -> str:
+    path = format_key_path(loc)
+    return "" if not path else path if path.startswith("[") else f".{path}"
 
 
 def read_build_sets(path: Path) -> tuple[BuildSet, ...]:
@@ -151,11 +193,8 @@ def read_build_sets(path: Path) -> tuple[BuildSet, ...]:
         raise UserError.single(
             "expected an object with a list", file=where, key="build-sets", fix=fix
         )
-    problems = [
-        problem
-        for i, entry in enumerate(entries)
-        for problem in _build_set_errors(entry, f"build-sets[{i}]")
-    ]
+    read = [_build_set_entry(entry, f"build-sets[{i}]") for i, entry in enumerate(entries)]
+    problems = [problem for _, found in read for problem in found]
     if problems:
         raise UserError([Diagnostic(m, file=where, key=k, fix=fix) for k, m in problems])
-    return tuple(_build_set(entry) for entry in entries)
+    return tuple(model.build_set() for model, _ in read if model is not None)

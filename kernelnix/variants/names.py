@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from kernelnix.core.version import Version
 
-KINDS = ("arch", "stable-abi", "tvm-ffi", "noarch")
 CPUS = ("x86_64", "aarch64")
 
 

@@ -15,8 +15,9 @@
 let
   committedFile = path + "/kernelnix-plan.json";
   buildToml = path + "/build.toml";
-  schemaVersion = 1;
-  # The unique id of a plan for Nix (kernelnix.compile.project.NIX_UNIQUE_ID): every
+  schemaVersion =
+    (builtins.fromJSON (builtins.readFile ../../kernelnix/data/schema-versions.json)).plan;
+  # The unique id of a plan for Nix (kernelnix.project.generate.NIX_UNIQUE_ID): every
   # variant build replaces it with the flake's revision.
   uniqueId = "flake_rev";
   committed = builtins.fromJSON (builtins.readFile committedFile);

@@ -15,8 +15,8 @@
 }:
 let
   inherit (util) shellQuote;
-  hub = plan.config.general.hub or { };
-  repoId = hub.repo-id or null;
+  inherit (plan) hub;
+  repoId = hub.repo-id;
 
   # The toolchain's script environment: one for all (host), or per variant.
   envFor = toolchain.scriptEnvFor or (variantName: toolchain.scriptEnv);
@@ -101,7 +101,7 @@ in
           ${buildAndCopy}/bin/build-and-copy
           export PYTHONPATH=${kernelnixSrc}
           exec "$KERNELNIX_PYTHON" -m kernelnix upload --repo-id ${shellQuote repoId} ${
-            if hub ? branch then "--branch ${shellQuote hub.branch} " else ""
+            if hub.branch != null then "--branch ${shellQuote hub.branch} " else ""
           }--variants-from ${bundle} "$@" .
         ''
     );

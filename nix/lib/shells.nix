@@ -9,7 +9,7 @@
   toolchain,
 }:
 let
-  repoId = (plan.config.general.hub or { }).repo-id or "";
+  repoId = if plan.hub.repo-id == null then "" else plan.hub.repo-id;
   setup = ''
     . "$hostEnv"
     kernelnix() { PYTHONPATH="$KERNELNIX_SOURCE''${PYTHONPATH:+:$PYTHONPATH}" "$KERNELNIX_PYTHON" -m kernelnix "$@"; }

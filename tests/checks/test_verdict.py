@@ -26,7 +26,7 @@ from kernelnix.compile.variant import build_policy, build_variant
 from kernelnix.core.diagnostics import UserError
 from kernelnix.host.machine import host_check_policy, why_not_buildable
 from kernelnix.host.system import current_system
-from kernelnix.publish.hub import checked_variants
+from kernelnix.publish.gate import checked_variants
 
 pytestmark = pytest.mark.slow
 

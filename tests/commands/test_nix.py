@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from paths import EXAMPLES
 
 from kernelnix.cli import main
-from kernelnix.compile import nix as nixrun
+from kernelnix.project import nix as nixrun
 
 
 @pytest.fixture

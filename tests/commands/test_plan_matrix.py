@@ -58,7 +58,7 @@ def test_bad_build_sets_are_named_with_their_key(tmp_path: Path) -> None:
     assert plan is None
     assert "build-sets.json: build-sets[0].torch: version must consist of" in output
     assert "build-sets[1].version: backend 'cuda' needs a version" in output
-    assert "build-sets[2].extra: unknown field" in output
+    assert "build-sets[2].extra: unknown key" in output
     assert "build-sets[3].systems: unknown system 'riscv64-linux'" in output
     assert "Traceback" not in output
 

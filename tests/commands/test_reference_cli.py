@@ -24,11 +24,12 @@ from checks_corpus.corpus import Corpus, build_corpus
 from click.testing import CliRunner, Result
 from handmade import SYSTEM, copy_example, make_variant, plan_metadata
 from hubserver import TOKEN, USER, FakeHub
+from kernels._rust import Metadata as LoaderMetadata
 from paths import EXAMPLES
 
 from kernelnix.cli import main
-from kernelnix.compile.nix import FlakeProject, NixOptions, shell_command
 from kernelnix.host.system import current_system
+from kernelnix.project.nix import FlakeProject, NixOptions, shell_command
 
 try:
     import tomllib
@@ -216,6 +217,29 @@ def test_check_builds_parses_each_metadata(tmp_path: Path) -> None:
     failed = [v for v in json.loads(bad.stdout)["variants"] if not v["ok"]]
     assert [v["variant"] for v in failed] == [CPU]
     assert rules(failed[0]) == {"metadata"}
+
+
+def test_check_builds_reads_metadata_from_the_hub_as_the_loader_does(tmp_path: Path) -> None:
+    """Hub kernels built before kernel-builder renamed it carry `sha` for `commit`, and
+    keys kernelnix does not know; the loader accepts both, and so does check-builds."""
+    metadata = plan_metadata("relu", CPU)
+    metadata["provenance"] = {
+        "kernel-builder": {"version": "0.9.0", "sha": "a" * 40, "dirty": False},
+        "kernel": {"sha": "b" * 40, "dirty": False},
+    }
+    metadata["kernels-minver"] = "0.12.0"
+    LoaderMetadata.from_bytes(json.dumps(metadata).encode())
+    make_variant(tmp_path / "build", "relu", CPU, metadata=metadata)
+    done = kernelnix("check-builds", str(tmp_path))
+    assert done.exit_code == 0, done.output
+    assert f"ok    {CPU}: no violations" in done.stdout
+    metadata["provenance"]["kernel"]["commit"] = "b" * 40  # both names: the loader refuses
+    with pytest.raises(ValueError, match="duplicate field"):
+        LoaderMetadata.from_bytes(json.dumps(metadata).encode())
+    (tmp_path / "build" / CPU / "metadata.json").write_text(json.dumps(metadata))
+    refused = kernelnix("check-builds", str(tmp_path))
+    assert refused.exit_code == 1, refused.output
+    assert "provenance.kernel" in refused.stdout and "`sha` is the older name" in refused.stdout
 
 
 @pytest.mark.parametrize(

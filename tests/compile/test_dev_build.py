@@ -29,7 +29,7 @@ def test_only_the_chosen_archs_are_compiled_and_recorded() -> None:
     variant = plan.variants[SYSTEM][CU130]
     assert variant.kernels == {"fused_scale": ["9.0a"]}
     assert variant.archs == ["9.0a"]
-    assert variant.metadata["backend"] == {"type": "cuda", "archs": ["9.0a"]}
+    assert variant.metadata.backend.to_data() == {"type": "cuda", "archs": ["9.0a"]}
     assert variant.compile["fused_scale"].gpu_flags == [
         "-gencode=arch=compute_90a,code=sm_90a",
         "--use_fast_math",

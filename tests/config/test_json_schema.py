@@ -254,10 +254,14 @@ def test_every_metadata_json_of_a_plan_is_valid(
     example: Path, metadata: jsonschema.Draft202012Validator
 ) -> None:
     plan = build_plan(load_config(example.parent), PlanOptions(unique_id="abc1234"))
-    found = [v.metadata for system in plan.variants.values() for v in system.values()]
+    found = [v.metadata.to_data() for system in plan.variants.values() for v in system.values()]
     assert found
     for data in found:
         assert [e.message for e in metadata.iter_errors(data)] == []
+
+
+GIT = {"commit": "a" * 40, "dirty": False}
+SHA = {"sha": "a" * 40, "dirty": False}
 
 
 @pytest.mark.parametrize(
@@ -269,9 +273,13 @@ def test_every_metadata_json_of_a_plan_is_valid(
         ({"python-depends": "einops"}, False),
         ({"name": "Relu"}, False),
         ({"backend": {"type": "gpu"}}, False),
-        ({"backend": {"type": "cuda", "arch": []}}, False),
+        ({"backend": {"type": "cuda", "arch": []}}, True),  # unknown keys: ignored, as the loader
+        ({"kernel-depends": [{"repo-id": "org/x", "version": 1, "arch": []}]}, False),  # but here
         ({"digest": {"algorithm": "md5", "files": {}}}, False),
         ({"kernel-depends": [{"repo-id": "org/x", "version": 1, "revision": "a"}]}, False),
+        ({"provenance": {"kernel-builder": {"version": "1"}, "kernel": GIT}}, True),
+        ({"provenance": {"kernel-builder": {"version": "1"}, "kernel": SHA}}, True),  # older name
+        ({"provenance": {"kernel-builder": {"version": "1"}, "kernel": GIT | SHA}}, False),
     ],
 )
 def test_metadata_json_rules(

@@ -23,7 +23,7 @@ from paths import ROOT, TESTS
 
 from kernelnix.config import BuildConfig, load_config
 from kernelnix.core.diagnostics import UserError
-from kernelnix.plan.metadata import kernel_depends_for
+from kernelnix.plan.variant_metadata import kernel_depends_for
 
 reference = pytest.importorskip(
     "kernels._rust", reason="the `kernels` package is a test dependency"

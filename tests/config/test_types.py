@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kernelnix.config.types import (
     BACKENDS,
@@ -16,6 +18,7 @@ from kernelnix.config.types import (
     check_git_url,
     check_kernel_name,
     check_rocm_arch,
+    hub_repo_id_problem,
     parse_capability,
     parse_major_minor,
     parse_stable_abi,
@@ -285,3 +288,31 @@ def test_valid_rocm_archs(arch: str) -> None:
 def test_invalid_rocm_archs(arch: str) -> None:
     with pytest.raises(ValueError, match="invalid ROCm arch"):
         check_rocm_arch(arch)
+
+
+# Characters around the Hub's rules: word characters (a non-ASCII letter too), the
+# separators, and characters it refuses.
+_REPO_ID_CHARS = "ab9_-./éZ +"
+
+
+def _hub_accepts(repo_id: str) -> bool:
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError:
+        return False
+    return True
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet=_REPO_ID_CHARS, max_size=12),
+        st.builds("{}/{}".format, st.text("ab-._", max_size=98), st.text("ab-._", max_size=98)),
+        st.sampled_from(["a" * 96, "a" * 97, "o/x.git", "o/x.gits", "a--b/c", "a/b..c", "é/x"]),
+    )
+)
+def test_repo_ids_are_judged_as_the_hub_library_judges_them(repo_id: str) -> None:
+    assert (hub_repo_id_problem(repo_id) is None) == _hub_accepts(repo_id)

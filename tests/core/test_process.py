@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from kernelnix.cli import main
 from kernelnix.compile import BuildError
-from kernelnix.compile import nix as nixrun
 from kernelnix.compile.variant import run_command
 from kernelnix.core.process import run_shown, shown
+from kernelnix.project import nix as nixrun
 
 
 def test_the_command_is_shown_quoted_with_its_program_by_name() -> None:

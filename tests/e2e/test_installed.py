@@ -137,7 +137,7 @@ def test_plain_nix_without_the_registry_entry_is_explained(
         check=False,
     )
     assert done.returncode != 0
-    code = "import sys; from kernelnix.compile.nix import explain_nix_error; "
+    code = "import sys; from kernelnix.project.nix import explain_nix_error; "
     code += "d = explain_nix_error(sys.stdin.read()); print(d.message, d.fix)"
     explained = subprocess.run(
         [str(installed.venv / "bin/python"), "-c", code],

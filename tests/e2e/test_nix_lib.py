@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from paths import EXAMPLES, ROOT
 
-from kernelnix.compile.project import generate, nix_plan
 from kernelnix.config import load_config
 from kernelnix.core.version import Version
 from kernelnix.emit.escape import nix_string
 from kernelnix.emit.flake import FlakeSettings, render_flake
 from kernelnix.host.record import HOST_FILE, SCHEMA_VERSION
+from kernelnix.project.generate import generate, nix_plan
 from kernelnix.variants.matrix import TOOLCHAINS
 from kernelnix.variants.names import VariantName
 

@@ -11,19 +11,20 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 from paths import EXAMPLES, GOLDEN, ROOT
 
 from kernelnix.cli import main
-from kernelnix.compile.project import NIX_UNIQUE_ID, generate, nix_plan
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.emit.escape import nix_string
 from kernelnix.emit.flake import FlakeSettings, pristine_settings, render_flake
 from kernelnix.host.machine import why_not_buildable
-from kernelnix.host.record import HOST_FILE, probe_host
+from kernelnix.host.record import HOST_FILE, HostRecord, host_record_schema, probe_host
 from kernelnix.plan.model import PLAN_FILE
+from kernelnix.project.generate import NIX_UNIQUE_ID, generate, nix_plan
 
 TEMPLATE = ROOT / "nix" / "templates" / "default"
 
@@ -161,11 +162,13 @@ def test_cli_generate_reports_each_file(relu: Path) -> None:
 def test_host_record_lists_what_this_machine_builds(relu: Path) -> None:
     plan = nix_plan(load_config(relu))
     record = probe_host(plan)
-    mine = plan.variants[record["system"]]
-    assert sorted(record["variants"] + list(record["not-buildable"])) == sorted(mine)
-    assert all(why_not_buildable(mine[name]) is None for name in record["variants"])
-    assert record["python"] == sys.executable
-    assert record["path"][0] == str(Path(sys.executable).parent) and record["path"][-1] == "/bin"
+    mine = plan.variants[record.system]
+    assert sorted(record.variants + list(record.not_buildable)) == sorted(mine)
+    assert all(why_not_buildable(mine[name]) is None for name in record.variants)
+    assert record.python == sys.executable
+    assert record.path[0] == str(Path(sys.executable).parent) and record.path[-1] == "/bin"
+    assert HostRecord.model_validate_json(record.to_json()) == record
+    jsonschema.validate(json.loads(record.to_json()), host_record_schema())
 
 
 def test_template_files_are_generated(golden: Callable[[str, str], None]) -> None:

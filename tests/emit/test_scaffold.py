@@ -117,6 +117,10 @@ def test_a_path_after_the_backends_is_the_path(cwd: Path) -> None:
     )
 
 
+def _no_hub() -> str:
+    raise AssertionError("the names are given: the Hub is not asked")
+
+
 @pytest.mark.parametrize(
     ("path", "name", "directory", "repo_id", "module"),
     [
@@ -128,7 +132,7 @@ def test_a_path_after_the_backends_is_the_path(cwd: Path) -> None:
 def test_names(
     path: str | None, name: str | None, directory: str, repo_id: str, module: str
 ) -> None:
-    names, target = resolve_target(path, name, Path("/work"))
+    names, target = resolve_target(path, name, Path("/work"), hub_user=_no_hub)
     assert (target, names.repo_id, names.module) == (Path("/work") / directory, repo_id, module)
 
 

@@ -54,7 +54,7 @@ def test_plan_resolves_each_variant() -> None:
     cuda = plan.variants["x86_64-linux"]["torch213-cxx11-cu126-x86_64-linux"]
     assert cuda.kernels == {"relu": ["7.5", "8.0", "9.0"]}
     assert cuda.ops_id == "_relu_cuda_abc1234"
-    assert cuda.metadata["backend"] == {"type": "cuda", "archs": ["7.5", "8.0", "9.0"]}
+    assert cuda.metadata.backend.to_data() == {"type": "cuda", "archs": ["7.5", "8.0", "9.0"]}
     cpu = plan.variants["x86_64-linux"]["torch213-cxx11-cpu-x86_64-linux"]
     assert cpu.kernels == {"relu_cpu": None} and cpu.archs is None
     metal = plan.variants["aarch64-darwin"]["torch213-metal-aarch64-darwin"]

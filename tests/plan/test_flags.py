@@ -6,7 +6,7 @@ import pytest
 
 from kernelnix.config import load_config
 from kernelnix.plan.build import PlanOptions, build_plan
-from kernelnix.plan.flags import cuda_gencode
+from kernelnix.plan.gencode import cuda_gencode
 from kernelnix.plan.model import Plan
 from kernelnix.variants.matrix import load_matrix
 

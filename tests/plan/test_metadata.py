@@ -8,18 +8,19 @@ from pathlib import Path
 import pytest
 from kernels._rust import Metadata as LoaderMetadata
 from paths import EXAMPLES
-from pydantic import ValidationError
 
 from kernelnix.config import load_config
-from kernelnix.config.issues import issues_of
-from kernelnix.config.load import format_key_path
+from kernelnix.core.diagnostics import UserError
 from kernelnix.plan.build import PlanOptions, build_plan
 from kernelnix.plan.metadata import (
+    KernelGit,
     Metadata,
-    UnknownPythonDependency,
-    metadata_for_backend,
+    MetadataRead,
+    metadata_schema,
     python_imports,
+    read_metadata,
 )
+from kernelnix.plan.variant_metadata import UnknownPythonDependency, metadata_for_backend
 
 REFERENCE_ORDER = [
     "name",
@@ -85,7 +86,7 @@ def test_loader_parses_what_we_write(full: Path) -> None:
     plan = build_plan(loaded, PlanOptions(unique_id="abc1234"))
     for system in plan.variants.values():
         for variant in system.values():
-            text = json.dumps(variant.metadata).encode()
+            text = variant.metadata.to_json_text().encode()
             parsed = LoaderMetadata.from_bytes(text)
             assert parsed.id == variant.ops_id
             assert str(parsed.name) == "relu-demo" or parsed.name.python_name == "relu_demo"
@@ -97,7 +98,7 @@ def test_every_example_metadata_is_accepted_by_the_loader(example: str) -> None:
     count = 0
     for system in plan.variants.values():
         for variant in system.values():
-            LoaderMetadata.from_bytes(json.dumps(variant.metadata).encode())
+            LoaderMetadata.from_bytes(variant.metadata.to_json_text().encode())
             count += 1
     assert count > 0
 
@@ -105,9 +106,9 @@ def test_every_example_metadata_is_accepted_by_the_loader(example: str) -> None:
 def test_noarch_archs_come_from_torch_noarch(full: Path) -> None:
     plan = build_plan(load_config(full), PlanOptions(unique_id="abc1234"))
     variant = plan.variants["x86_64-linux"]["torch-cuda"]
-    assert variant.metadata["backend"]["archs"] == ["9.0", "10.0"]
-    assert variant.metadata["id"] == "_relu_demo_cuda_abc1234"
-    assert plan.variants["x86_64-linux"]["torch-cpu"].metadata["id"] == ("_relu_demo_cpu_abc1234")
+    assert variant.metadata.backend.archs == variant.archs == ["9.0", "10.0"]
+    assert variant.metadata.id == variant.ops_id == "_relu_demo_cuda_abc1234"
+    assert plan.variants["x86_64-linux"]["torch-cpu"].metadata.id == "_relu_demo_cpu_abc1234"
 
 
 @pytest.mark.parametrize(
@@ -145,27 +146,111 @@ def test_python_imports_use_import_names() -> None:
     assert python_imports(["onednn"], "xpu") == []  # no import check, as upstream
 
 
-def test_a_metadata_file_is_read_strictly_by_its_keys(full: Path) -> None:
+def _written(full: Path) -> dict:
+    config = load_config(full).config
+    return json.loads(metadata_for_backend(config, "cuda", "_relu_demo_cuda_x").to_json_text())
+
+
+def _read(tmp_path: Path, data: object) -> MetadataRead:
+    (tmp_path / "metadata.json").write_text(json.dumps(data))
+    return read_metadata(tmp_path)
+
+
+def _loader_accepts(data: dict) -> bool:
+    try:
+        LoaderMetadata.from_bytes(json.dumps(data).encode())
+    except ValueError:
+        return False
+    return True
+
+
+def test_a_metadata_file_is_read_by_its_kebab_case_keys(full: Path, tmp_path: Path) -> None:
     """What `kernelnix check` and `hash` report of a hand-edited metadata.json."""
-    written = json.loads(
-        metadata_for_backend(load_config(full).config, "cuda", "_relu_demo_cuda_x").to_json_text()
-    )
-    assert Metadata.validate(written).to_data(exclude_none=True) == written
+    written = _written(full)
+    assert _read(tmp_path, written).model == Metadata.validate(written)
     broken = {
         **written,
         "version": "3",
-        "python_depends": written["python-depends"],
+        "python_depends": written["python-depends"],  # not a key: ignored, as the loader does
         "backend": {"type": "cuda", "archs": [9.0]},
         "kernel-depends": [{"repo-id": "org/x", "version": 1, "revision": "a"}],
     }
     del broken["python-depends"]
-    with pytest.raises(ValidationError) as info:
-        Metadata.validate(broken)
-    found = {(format_key_path(i.loc), i.message) for i in issues_of(info.value, Metadata)}
-    assert found == {
+    read = _read(tmp_path, broken)
+    assert read.model is None and read.raw == broken
+    assert {(p.key, p.message) for p in read.problems} == {
         ("version", "expected an integer, got string '3'"),
         ("python-depends", "required key is missing"),
-        ("python_depends", "unknown key"),  # only the file's kebab-case spelling is a key
         ("backend.archs[0]", "expected a string, got float 9.0"),
         ("kernel-depends[0]", "`version` and `revision` are mutually exclusive; keep one of them"),
     }
+    assert not _loader_accepts(broken)
+
+
+def test_unknown_keys_are_ignored_where_the_loader_ignores_them(full: Path, tmp_path: Path) -> None:
+    written = _written(full)
+    provenance = {
+        "kernel-builder": {"version": "x", "later": 1},
+        "kernel": {"commit": "a" * 40, "dirty": False, "later": 1},
+        "later": {},
+    }
+    extended = {
+        **written,
+        "kernels-minver": "0.12.0",
+        "backend": {**written["backend"], "later": True},
+        "provenance": provenance,
+    }
+    assert _loader_accepts(extended)
+    read = _read(tmp_path, extended)
+    assert read.problems == () and read.model is not None
+    assert read.raw == extended  # kept as written, for `hash` to rewrite
+    assert "kernels-minver" not in read.model.to_data()
+    # In a kernel-depends entry the loader refuses an unknown key, and so does kernelnix.
+    depends = {**written, "kernel-depends": [{"repo-id": "org/x", "version": 1, "later": 1}]}
+    assert not _loader_accepts(depends)
+    assert [(p.key, p.message) for p in _read(tmp_path, depends).problems] == [
+        ("kernel-depends[0].later", "unknown key")
+    ]
+
+
+def test_sha_is_read_as_the_older_name_of_commit(full: Path, tmp_path: Path) -> None:
+    kernel = {"sha": "b" * 40, "dirty": True}
+    legacy = {
+        **_written(full),
+        "provenance": {"kernel-builder": {"version": "x"}, "kernel": kernel},
+    }
+    assert _loader_accepts(legacy)
+    model = _read(tmp_path, legacy).model
+    assert model is not None and model.provenance is not None
+    assert model.provenance.kernel == KernelGit(commit="b" * 40, dirty=True)
+    assert model.to_data()["provenance"]["kernel"] == {"commit": "b" * 40, "dirty": True}
+    both = {**legacy, "provenance": {**legacy["provenance"], "kernel": {**kernel, "commit": "c"}}}
+    assert not _loader_accepts(both)
+    assert [p.key for p in _read(tmp_path, both).problems] == ["provenance.kernel"]
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        (None, "missing"),
+        ("[1]", "expected a JSON object, found list"),
+        ("{", "unreadable: Expecting property name"),
+    ],
+)
+def test_a_file_that_is_no_json_object_is_named_so(
+    tmp_path: Path, content: str | None, error: str
+) -> None:
+    if content is not None:
+        (tmp_path / "metadata.json").write_text(content)
+    read = read_metadata(tmp_path)
+    assert read.raw is None and read.error is not None and read.error.startswith(error)
+    with pytest.raises(UserError, match=r"metadata\.json"):
+        read.valid(fix="rebuild")
+
+
+def test_the_schema_allows_unknown_keys_where_the_model_does() -> None:
+    schema = metadata_schema()
+    assert schema["additionalProperties"] is True
+    for name, table in schema["$defs"].items():
+        expected = name != "KernelDependencyRef"
+        assert table["additionalProperties"] is expected, name

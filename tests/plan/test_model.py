@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 from paths import EXAMPLES, GOLDEN
@@ -15,7 +16,7 @@ from kernelnix.cli import main
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.plan.build import PlanOptions, build_plan
-from kernelnix.plan.model import KernelGitState, Plan, read_plan
+from kernelnix.plan.model import SCHEMA_VERSION, KernelGitState, Plan, plan_schema, read_plan
 
 EXAMPLE_NAMES = sorted(p.parent.name for p in EXAMPLES.glob("*/build.toml"))
 SYSTEM = "x86_64-linux"
@@ -61,7 +62,7 @@ def _cpu(data: dict) -> dict:
 @pytest.mark.parametrize(
     ("edit", "key", "message"),
     [
-        (lambda d: _cpu(d).pop("ops-id"), f"variants.{SYSTEM}.{CPU}.ops-id", "missing key"),
+        (lambda d: _cpu(d).pop("torch"), f"variants.{SYSTEM}.{CPU}.torch", "key is missing"),
         (lambda d: _cpu(d).update(bundle="yes"), f"variants.{SYSTEM}.{CPU}.bundle", "boolean"),
         (lambda d: d.update(extra=1), "extra", "unknown key"),
         (lambda d: d["kernels"]["relu"].update(backend="tpu"), "kernels.relu.backend", "'cpu'"),
@@ -85,8 +86,8 @@ def test_a_misshapen_plan_is_refused_with_its_key(
     [
         (b"nope", "not a plan file"),
         (b"\xff\xfe", "not a plan file"),
-        (b"[1]", "plan schema None is not 1"),
-        (b'{"schema-version": 2}', "plan schema 2 is not 1"),
+        (b"[1]", f"plan schema None is not {SCHEMA_VERSION}"),
+        (b'{"schema-version": 1}', f"plan schema 1 is not {SCHEMA_VERSION}"),
     ],
 )
 def test_what_is_no_plan_of_this_schema_is_refused(
@@ -106,7 +107,7 @@ def test_build_variant_reports_a_misshapen_plan_without_a_traceback(tmp_path: Pa
     args += [str(EXAMPLES / "relu"), "--out", str(tmp_path / "out")]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
-    assert f"variants.{SYSTEM}.{CPU}.kind: missing key" in result.output
+    assert f"variants.{SYSTEM}.{CPU}.kind: required key is missing" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "out").exists()
 
 
@@ -116,7 +117,7 @@ def test_a_new_unique_id_renames_every_op_namespace() -> None:
     assert rebased.unique_id == "dev"
     for system, variants in rebased.variants.items():
         for name, variant in variants.items():
-            assert variant.ops_id == f"_relu_{variant.backend}_dev" == variant.metadata["id"]
+            assert variant.ops_id == f"_relu_{variant.backend}_dev" == variant.metadata.id
             assert plan.variants[system][name].ops_id.endswith("_golden")  # a copy
 
 
@@ -126,12 +127,26 @@ def test_the_kernel_commit_reaches_every_provenance() -> None:
     assert plan.kernel_git == commit
     for variants in plan.variants.values():
         for variant in variants.values():
-            assert variant.metadata["provenance"]["kernel"] == {"commit": "0123456", "dirty": True}
+            provenance = variant.metadata.to_data()["provenance"]
+            assert provenance["kernel"] == {"commit": "0123456", "dirty": True}
     cleared = plan.with_kernel_git(None)
-    assert all("kernel" not in v.metadata["provenance"] for v in cleared.variants[SYSTEM].values())
+    assert all(
+        "kernel" not in v.metadata.to_data()["provenance"]
+        for v in cleared.variants[SYSTEM].values()
+    )
 
 
 def test_plans_are_frozen() -> None:
     plan = example_plan("relu")
     with pytest.raises(ValidationError):
         plan.unique_id = "other"  # type: ignore[misc]
+
+
+def test_a_plan_validates_against_its_json_schema() -> None:
+    validator = jsonschema.Draft202012Validator(plan_schema())
+    for example in EXAMPLE_NAMES:
+        assert list(validator.iter_errors(json.loads(example_plan(example).to_json()))) == []
+    broken = json.loads(example_plan("relu").to_json()) | {"config": {}}
+    assert [e.message for e in validator.iter_errors(broken)] == [
+        "Additional properties are not allowed ('config' was unexpected)"
+    ]

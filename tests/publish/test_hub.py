@@ -23,7 +23,8 @@ from kernelnix.cli import main
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.emit.card import render_card
-from kernelnix.publish.hub import UploadOptions, UploadResult, upload
+from kernelnix.publish.hub import UploadResult, upload
+from kernelnix.publish.release import UploadOptions
 
 REPO = "kernelnix-examples/relu-noarch"
 MESSAGE = "Uploaded using `kernelnix`."

@@ -37,7 +37,7 @@ def _plan(example: str) -> Plan:
 
 def plan_metadata(example: str, variant: str) -> dict[str, Any]:
     """The metadata.json the build writes for `variant` of an example (a fresh copy)."""
-    return json.loads(json.dumps(_plan(example).variants[SYSTEM][variant].metadata))
+    return _plan(example).variants[SYSTEM][variant].metadata.to_data()
 
 
 def copy_example(example: str, destination: Path) -> Path:

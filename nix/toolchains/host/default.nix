@@ -42,6 +42,7 @@
 let
   wheels = import ./wheels.nix { inherit kernelnixSrc; };
   recordFile = path + "/kernelnix-host.json";
+  schemaVersions = builtins.fromJSON (builtins.readFile ../../../kernelnix/data/schema-versions.json);
   regenerate = "run `kernelnix generate` to record this machine's toolchain";
   record =
     if !builtins.pathExists recordFile then
@@ -50,7 +51,7 @@ let
       let
         data = builtins.fromJSON (builtins.readFile recordFile);
       in
-      if (data.schema-version or null) == 1 then
+      if (data.schema-version or null) == schemaVersions.host-record then
         data
       else
         throw "kernelnix: kernelnix-host.json has an unknown schema version; ${regenerate}";

@@ -12,12 +12,13 @@ from collections.abc import Iterator
 
 from kernelnix.config.load import LoadedConfig, with_lines
 from kernelnix.config.model import CudaKernel, RocmKernel
+from kernelnix.config.types import hub_repo_id_problem
 from kernelnix.core.diagnostics import Diagnostic, display_path, format_key_path
 from kernelnix.core.version import Version
 from kernelnix.emit.cmake import cmake_value_problems
 from kernelnix.plan.build import PlanOptions, draft_plan
-from kernelnix.plan.metadata import UnknownPythonDependency, python_depends_for
 from kernelnix.plan.model import Plan
+from kernelnix.plan.variant_metadata import UnknownPythonDependency, python_depends_for
 from kernelnix.variants.archs import cuda_capability_supported
 from kernelnix.variants.enumerate import variants_for_system, within
 from kernelnix.variants.matrix import Matrix, load_matrix
@@ -71,18 +72,13 @@ def _repo_id_problems(loaded: LoadedConfig, file: str) -> list[Diagnostic]:
     named = list(_repo_ids(loaded))
     if not named:
         return []
-    # Imported only when needed: huggingface_hub is slow to import.
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
     problems = []
     for key, repo_id in named:
-        try:
-            validate_repo_id(repo_id)
-        except HFValidationError as exc:
+        problem = hub_repo_id_problem(repo_id)
+        if problem is not None:
             problems.append(
                 Diagnostic(
-                    f"the Hub refuses the repository id {repo_id!r}: {exc}",
+                    f"the Hub refuses the repository id {repo_id!r}: {problem}",
                     file=file,
                     key=key,
                     fix='write it as "<owner>/<name>" with letters, digits, "-", "_" and "."',

@@ -1,7 +1,7 @@
 """Running Nix on a kernel project: the Nix side of `kernelnix build`,
 `build-and-copy`, `devshell`, `testshell` and `list-variants --nix`.
 
-Each call first refreshes the generated files (kernelnix.compile.project), stages
+Each call first refreshes the generated files (kernelnix.project.generate), stages
 those git does not track yet (`git add --intent-to-add`: flakes see only tracked
 files), prints the command (`+ nix build ...`) and runs it. A flake.nix whose
 `kernelnix` input is the default registry name gets the Nix library of this
@@ -28,14 +28,14 @@ from pathlib import Path
 
 import click
 
-from kernelnix.compile.library import library_url
-from kernelnix.compile.project import generate
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import Diagnostic, UserError
 from kernelnix.core.process import shown
 from kernelnix.emit.escape import nix_string
 from kernelnix.emit.flake import DEFAULT_KERNELNIX_URL, FLAKE_FILE, pristine_settings
 from kernelnix.host.system import current_system
+from kernelnix.project.generate import generate
+from kernelnix.project.library import library_url
 
 # Harmless where nix.conf already enables them; needed where it does not.
 NIX_FEATURES = ("--extra-experimental-features", "nix-command flakes")

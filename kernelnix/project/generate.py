@@ -15,7 +15,6 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kernelnix.config import load_config
 from kernelnix.config.load import LoadedConfig
@@ -24,7 +23,7 @@ from kernelnix.core.fileio import write_atomic
 from kernelnix.core.process import run_shown
 from kernelnix.emit.flake import FLAKE_FILE, FlakeSettings, pristine_settings, render_flake
 from kernelnix.emit.scaffold import DEFAULT_LICENSE, KernelNames, scaffold_files
-from kernelnix.host.record import HOST_FILE, host_json, probe_host
+from kernelnix.host.record import HOST_FILE, HostRecord, host_json, probe_host
 from kernelnix.plan.build import PlanOptions, build_plan
 from kernelnix.plan.model import PLAN_FILE, Plan
 
@@ -79,10 +78,10 @@ class Generated:
     notes: list[str]
 
 
-def _host_notes(record: dict[str, Any]) -> list[str]:
-    if record["variants"]:
+def _host_notes(record: HostRecord) -> list[str]:
+    if record.variants:
         return []
-    reasons = sorted(set(record["not-buildable"].values()))
+    reasons = sorted(set(record.not_buildable.values()))
     return [
         "the host toolchain can build no variant on this machine"
         + (f" ({'; '.join(reasons)})" if reasons else "")

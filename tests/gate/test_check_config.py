@@ -17,7 +17,7 @@ from kernelnix.config import load_config
 from kernelnix.config.load import LoadedConfig
 from kernelnix.core.diagnostics import UserError
 from kernelnix.emit.cmake import cmake_project
-from kernelnix.emit.gate import GATE_UNIQUE_ID, config_problems
+from kernelnix.gate.check_config import GATE_UNIQUE_ID, config_problems
 from kernelnix.plan.build import PlanOptions, build_plan
 
 VERSIONS = ["1.0", "2.12", "2.13", "9.9", "12.6", "13.0", "13.2", "99.0"]

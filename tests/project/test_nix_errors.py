@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from nix_projects import git
 
-from kernelnix.compile.nix import explain_nix_error, nix_command, nix_error_hints, run
 from kernelnix.core.diagnostics import UserError
+from kernelnix.project.nix import explain_nix_error, nix_command, nix_error_hints, run
 
 pytestmark = pytest.mark.skipif(shutil.which("nix") is None, reason="needs Nix")
 

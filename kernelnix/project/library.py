@@ -4,7 +4,7 @@ A wheel carries a copy of the kernelnix flake in `kernelnix/data/flake/`
 (setup.py puts it there); a source checkout (an editable install, or
 PYTHONPATH) is the flake itself. Either way the flake is exactly the version of
 the Python code running, so `kernelnix build` can hand it to Nix as the
-kernel flake's `kernelnix` input (kernelnix.compile.nix), and no `nix registry
+kernel flake's `kernelnix` input (kernelnix.project.nix), and no `nix registry
 add` is needed.
 """
 
