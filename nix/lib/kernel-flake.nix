@@ -128,14 +128,24 @@ let
               "${builtins.placeholder "out"}/CARD.md"
             ];
           };
+      # A bundle of no variant is an error that gives each variant's reason,
+      # never an empty `result`.
+      emptyReasons = builtins.concatStringsSep "" (
+        map (
+          name: "\n  ${name}: ${notOffered.${name} or "offered, but its build set is not bundled"}"
+        ) systemPlan.variants
+      );
       bundleOf =
         name: names:
-        import ./bundle.nix { inherit util; } {
-          inherit system tools card;
-          name = "${plan.python-name}-${name}";
-          variants = util.genAttrs names (name: variants.${name});
-          inherit (sources) benchmarks;
-        };
+        if names == [ ] then
+          throw "kernelnix: the ${tc.name} toolchain offers no variant of ${plan.name} for the ${name} on ${system}:${emptyReasons}"
+        else
+          import ./bundle.nix { inherit util; } {
+            inherit system tools card;
+            name = "${plan.python-name}-${name}";
+            variants = util.genAttrs names (name: variants.${name});
+            inherit (sources) benchmarks;
+          };
       bundleNames = builtins.filter (name: builtins.elem name offered) systemPlan.bundle;
       ofBackend = backend: builtins.filter (name: backendOf name == backend);
       # The offered variants, best first (bundle, then CUDA, ROCm, XPU, Metal,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,6 +136,17 @@ def test_variant_for_another_backend_is_not_imported(tmp_path: Path, extension: 
     (note,) = report.notes
     assert note.startswith("import check skipped: not loadable on this machine")
     assert "cu126" in note
+
+
+def test_a_python_without_torch_skips_the_import(tmp_path: Path) -> None:
+    """A noarch variant builds with any Python; the import check then says it skipped."""
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    variant = make_variant(tmp_path / "build", "torch-cpu")
+    report = run_checks(variant, CheckOptions(python=str(venv / "bin" / "python")))
+    assert report.ok, report.render()
+    (note,) = report.notes
+    assert note == f"import check skipped: not loadable on this machine ({venv}/bin/python has no Torch)"
 
 
 # ---------------------------------------------------------------------------

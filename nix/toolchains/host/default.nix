@@ -74,14 +74,18 @@ let
     in
     builtins.fromJSON (builtins.readFile "${probe}/kernelnix-host.json");
 
-  # Without a record, only the CPU variants of the probe are offered, as before
-  # any record: what `ci-test` can then load with the probed Torch is certain.
+  # A noarch variant is Python files and metadata: offered on every system,
+  # record or not (no compiler, and its import check skips what this machine's
+  # Torch cannot load). Without a record, only the CPU variants of the probe are
+  # offered besides: what `ci-test` can then load with the probed Torch is certain.
   notOffered =
     system: name: variant:
     let
       known = if record == null then probed system else record;
     in
-    if known.system != system then
+    if variant.kind == "noarch" then
+      null
+    else if known.system != system then
       "this machine is ${known.system}"
     else if !builtins.elem name known.variants then
       (known.not-buildable or { }).${name} or "this machine cannot build it"
@@ -115,7 +119,14 @@ let
       name,
       variant,
     }:
-    hostStep (if variant.kind == "arch" || variant.kind == "tvm-ffi" then variant.torch else "any");
+    hostStep (
+      if variant.kind == "arch" || variant.kind == "tvm-ffi" then
+        variant.torch
+      else if variant.kind == "noarch" then
+        "none"
+      else
+        "any"
+    );
 in
 {
   name = "host";
