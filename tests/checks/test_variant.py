@@ -146,7 +146,8 @@ def test_a_python_without_torch_skips_the_import(tmp_path: Path) -> None:
     report = run_checks(variant, CheckOptions(python=str(venv / "bin" / "python")))
     assert report.ok, report.render()
     (note,) = report.notes
-    assert note == f"import check skipped: not loadable on this machine ({venv}/bin/python has no Torch)"
+    python = venv / "bin" / "python"
+    assert note == f"import check skipped: not loadable on this machine ({python} has no Torch)"
 
 
 # ---------------------------------------------------------------------------
