@@ -21,7 +21,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from nix_projects import clone_worktree, git, nix, nix_environment
+from nix_projects import (
+    UPSTREAM_INPUT,
+    clone_worktree,
+    git,
+    kernel_builder_project,
+    nix,
+    nix_environment,
+)
 from paths import TESTS
 
 from kernelnix.core.version import Version
@@ -35,7 +42,6 @@ pytestmark = [
 ]
 
 KERNELS = TESTS / "data" / "kernel_builder"
-UPSTREAM_INPUT = 'kernel-builder.url = "github:huggingface/kernels";'
 SYSTEM = current_system()
 # The Torch of the Python the host toolchain finds (the tests' own): without a host
 # record, the flake probes this machine and builds its variants.
@@ -81,16 +87,7 @@ def kernelnix_flake(tmp_path_factory: pytest.TempPathFactory) -> Flake:
 
 def kernel_project(name: str, dest: Path, kernelnix_url: str) -> Path:
     """A copy of the kernel whose flake's input points at kernelnix, staged in git."""
-    shutil.copytree(KERNELS / name, dest)
-    flake = dest / "flake.nix"
-    text = flake.read_text()
-    assert text.count(UPSTREAM_INPUT) == 1, f"{name}: not kernel-builder's input line"
-    flake.write_text(
-        text.replace(UPSTREAM_INPUT, f"kernel-builder.url = {json.dumps(kernelnix_url)};")
-    )
-    git(dest, "init", "-q")
-    git(dest, "add", "-A")
-    return dest
+    return kernel_builder_project(KERNELS / name, dest, kernelnix_url)
 
 
 @pytest.fixture(scope="session")

@@ -139,10 +139,12 @@ function(kernelnix_torch_nvcc_flags)
   set(suppressed cc_clobber_ignored field_without_dll_interface
     base_class_has_different_dll_interface dll_interface_conflict_none_assumed
     dll_interface_conflict_dllexport_assumed bad_friend_decl)
+  # nvcc splits an -X option's value at commas: one --diag_suppress per item.
+  list(TRANSFORM suppressed PREPEND "--diag_suppress=")
   list(JOIN suppressed "," suppressed)
   target_compile_options(kernelnix_torch INTERFACE
     "$<$<COMPILE_LANGUAGE:CUDA>:-DONNX_NAMESPACE=onnx_c2>"
-    "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Xcudafe --diag_suppress=${suppressed}>"
+    "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Xcudafe ${suppressed}>"
     "$<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>"
     "$<$<COMPILE_LANGUAGE:CUDA>:--expt-extended-lambda>"
     "$<$<COMPILE_LANGUAGE:CUDA>:-DENABLE_FP8>")
