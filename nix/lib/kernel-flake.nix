@@ -9,7 +9,8 @@
 # redistributable.<variant> (redistributable toolchains only),
 # backendBundle.<backend>, ci, backendCi.<backend>, ci-test,
 # ciTests.<variant or arch variant>, kernels, build-and-copy,
-# build-and-upload, variants and archVariants (name lists);
+# build-and-upload, variants and archVariants (name lists), pkgs.<variant>
+# (the toolchain's package set of the variant, when it has one);
 # devShells.<system>: default, test, devShells.<variant or arch variant>,
 # testShells.<variant or arch variant>; notOffered.<system>: the variants
 # the toolchain leaves out, each with the reason. `nix eval --json .#variants`
@@ -195,6 +196,19 @@ let
         build-and-upload = scripts.buildAndUpload bundle buildAndCopy;
         variants = offered;
         archVariants = util.unique (map archName offered);
+        # kernel-builder's package set of each variant's build set, for toolchains
+        # that have one (hermetic); the host toolchain has no nixpkgs.
+        pkgs =
+          if tc ? variantPkgs then
+            util.genAttrs offered (
+              name:
+              tc.variantPkgs {
+                inherit system name;
+                variant = planVariants.${name};
+              }
+            )
+          else
+            { };
       };
       # `nix eval --json .#notOffered.<system>`: variant name -> why the toolchain
       # does not build it (kernelnix build --variant prints it).
