@@ -174,7 +174,17 @@ let
       ciTest = name: scripts.ciTest name variants.${name};
       bundle = bundleOf "bundle" bundleNames;
       buildAndCopy = scripts.buildAndCopy bundle;
-      ciVariant = if ranked == [ ] then null else builtins.head ranked;
+      # ci-test's variant (and the default shells'): the best one, of the backends
+      # the toolchain names first when it does (the host without a record: CPU,
+      # which the probed Torch certainly loads; noarch variants of every backend
+      # are offered there too).
+      ciRanked =
+        let
+          first = tc.ciBackendsFirst or [ ];
+        in
+        builtins.filter (name: builtins.elem (backendOf name) first) ranked
+        ++ builtins.filter (name: !(builtins.elem (backendOf name) first)) ranked;
+      ciVariant = if ciRanked == [ ] then null else builtins.head ciRanked;
       noVariant =
         what:
         throw "kernelnix: the ${tc.name} toolchain offers no variant of ${plan.name} on ${system}, so there is no ${what}; `kernelnix list-variants` shows the plan's variants";

@@ -66,7 +66,7 @@ in
         unset LD_LIBRARY_PATH
         packages=$(mktemp -d)
         trap 'rm -rf "$packages"' EXIT
-        ln -s ${variant}/${variantName} "$packages/${plan.python-name}"
+        ln -s ${variant}/${variantName} "$packages"/${shellQuote plan.python-name}
         export PYTHONPATH="$packages:${variant}/${variantName}" KERNEL_PATH=${variant} PYTHONDONTWRITEBYTECODE=1
         ${if repoId == null then "" else "export LOCAL_KERNELS=${shellQuote "${repoId}=${variant}"}"}
         cd ${tests}

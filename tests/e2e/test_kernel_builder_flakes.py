@@ -31,9 +31,10 @@ from nix_projects import (
 )
 from paths import TESTS
 
+from kernelnix.config import load_config
 from kernelnix.core.version import Version
 from kernelnix.host.system import current_system
-from kernelnix.variants.matrix import load_matrix
+from kernelnix.plan.build import PlanOptions, build_plan
 from kernelnix.variants.names import VariantName
 
 pytestmark = [
@@ -52,17 +53,28 @@ def cpu_variant(version: Version = INSTALLED_TORCH) -> str:
     return VariantName("arch", "cpu", None, version, SYSTEM).render()
 
 
+def noarch_arch_name(kernel: str, variant: str) -> str:
+    """kernel-builder's arch variant name of a noarch variant: that of the build set
+    it is built from (the plan's: bundle first, then the newest Torch)."""
+    plan = build_plan(load_config(KERNELS / kernel), PlanOptions(systems=(SYSTEM,)))
+    found = plan.variants[SYSTEM][variant]
+    version = Version.parse(found.backend_version) if found.backend_version else None
+    return VariantName("arch", found.backend, version, Version.parse(found.torch), SYSTEM).render()
+
+
 # What the host toolchain builds of each kernel here without a host record (the CPU
-# variant of this machine's Torch), and the names kernel-builder gives: `variants`
-# (the Hub's) and `archVariants`.
-# A noarch variant is built from the build set the collision rule prefers: bundle
-# first, then the newest Torch.
-BUNDLE_TORCH = max(b.torch for b in load_matrix().build_sets if b.bundle and SYSTEM in b.systems)
+# variant of this machine's Torch; noarch variants of every backend), and the names
+# kernel-builder gives: `variants` (the Hub's) and `archVariants`.
 EXPECTED = {
     "fused-add": ([cpu_variant()], [cpu_variant()]),
-    "gelu-tanh": (["torch-cpu"], [cpu_variant(BUNDLE_TORCH)]),
+    "gelu-tanh": (
+        ["torch-cpu", "torch-cuda"],
+        [noarch_arch_name("gelu-tanh", "torch-cpu"), noarch_arch_name("gelu-tanh", "torch-cuda")],
+    ),
     "silu-and-mul": ([cpu_variant(Version.parse("2.13"))], [cpu_variant(Version.parse("2.13"))]),
 }
+# The backends `.#backendCi` names for each.
+BACKEND_CI = {"fused-add": ["cpu"], "gelu-tanh": ["cpu", "cuda"], "silu-and-mul": ["cpu"]}
 
 
 @dataclass(frozen=True)
@@ -127,7 +139,7 @@ def test_the_kernels_carry_kernel_builders_flake() -> None:
 def test_backend_ci_lists_what_the_host_builds(build: Callable[[str], Built], name: str) -> None:
     built = build(name)
     names = eval_json(built, ".#backendCi", "--apply", "builtins.attrNames")
-    assert names == ["cpu"]
+    assert names == BACKEND_CI[name]
     assert not (built.project / "kernelnix-plan.json").exists()
 
 
@@ -250,7 +262,7 @@ def test_old_name_works_with_a_warning(kernelnix_flake: Flake, tmp_path: Path) -
     out = flake_error(
         kernelnix_flake, tmp_path, "kernel-builder.lib.genFlakeOutputs {\n      inherit self;"
     )
-    assert out.startswith("0\n") and '["torch-cpu"]' in out, out
+    assert out.startswith("0\n") and '["torch-cpu","torch-cuda"]' in out, out
     assert "lib.genFlakeOutputs is deprecated; call lib.genKernelFlakeOutputs" in out
 
 
@@ -261,7 +273,7 @@ def test_legacy_rev_without_self_works_with_a_warning(
     out = flake_error(
         kernelnix_flake, tmp_path, 'kernel-builder.lib.genKernelFlakeOutputs {\n      rev = "abc";'
     )
-    assert out.startswith("0\n") and '["torch-cpu"]' in out, out
+    assert out.startswith("0\n") and '["torch-cpu","torch-cuda"]' in out, out
     assert "the `rev` argument of genKernelFlakeOutputs is deprecated" in out
     assert "inherit self;" in out
 
@@ -284,3 +296,15 @@ def test_do_get_kernel_check_false_skips_the_import(kernelnix_flake: Flake, tmp_
     git(project, "add", "-A")
     nix(project, env, "build", ".#torch-cpu")
     assert (project / "result" / "torch-cpu" / "__init__.py").is_file()
+
+
+def test_ci_test_names_a_module_the_tests_miss(kernelnix_flake: Flake, tmp_path: Path) -> None:
+    project = kernel_project("gelu-tanh", tmp_path / "gelu-tanh", kernelnix_flake.url)
+    (project / "tests" / "test_missing.py").write_text("import kernelnix_absent_module\n")
+    git(project, "add", "-A")
+    done = nix(project, kernelnix_flake.env, "run", ".#ci-test", check=False)
+    assert done.returncode != 0
+    assert (
+        "ci-test: the tests import 'kernelnix_absent_module', which " in done.stdout
+        and "lacks; install it into the host Python" in done.stdout
+    ), done.stdout

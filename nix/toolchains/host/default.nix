@@ -137,6 +137,8 @@ in
     scriptEnv
     ;
   stepEnv = system: hostStep "any";
+  # ci-test prefers what the probed Torch loads: without a record, CPU.
+  ciBackendsFirst = if record == null then [ "cpu" ] else [ ];
   buildTools = system: {
     shell = "/bin/sh";
     bash = "/bin/bash";
