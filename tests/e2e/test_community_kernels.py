@@ -198,9 +198,14 @@ def test_cuda_kernels_build_against_the_cuda_torch_and_load(
         capture_output=True, text=True, env=cuda_torch.env, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    output = done.stdout + done.stderr
-    assert "--expt-extended-lambda" in output and "--expt-relaxed-constexpr" in output
-    assert f"ok    {CUDA_VARIANT}: no violations" in output
+    assert f"ok    {CUDA_VARIANT}: no violations" in done.stdout + done.stderr
+    # The flags reached every CUDA source (compile_commands.json of the build tree).
+    tree = directory / "build" / ".build" / CUDA_VARIANT / "build"
+    commands = json.loads((tree / "compile_commands.json").read_text())
+    cuda = [entry["command"] for entry in commands if entry["file"].endswith(".cu")]
+    assert cuda and all(
+        "--expt-extended-lambda" in c and "--expt-relaxed-constexpr" in c for c in cuda
+    )
     loaded = subprocess.run(
         [cuda_torch.python, "-c", LOAD_CUDA_OPS, str(directory / "build"), *ops],
         capture_output=True, text=True, env=cuda_torch.env, check=False,
