@@ -4,7 +4,8 @@ The import runs in a fresh interpreter (so nothing leaks into ours) with
 HF_HUB_OFFLINE=1, a temporary HOME and no bytecode writing. The variant is
 linked into a throw-away repository as `build/<variant>`, so the loader's own
 variant resolution picks exactly this variant; a variant meant for another
-system (a CUDA variant on a CPU machine) is skipped with a note, not failed.
+system (a CUDA variant on a CPU machine), or checked by a Python without Torch
+(a noarch variant needs none to build), is skipped with a note, not failed.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ def report(**result):
     print("KERNELNIX_IMPORT_RESULT " + json.dumps(result), flush=True)
 
 repo, variant, variant_dir = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+import importlib.util
+if importlib.util.find_spec("torch") is None:
+    report(status="skipped", reason=f"{sys.executable} has no Torch")
+    sys.exit(0)
 try:
     from kernels import get_local_kernel
 except Exception as exc:

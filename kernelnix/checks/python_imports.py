@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kernelnix.checks.report import Violation
 
@@ -190,6 +190,38 @@ def _own_import(relative: str, node: ast.stmt, module: str) -> Violation:
     )
 
 
+LOAD_TIME_IMPORT = (
+    "not in the standard library, torch or the kernel's python-depends, "
+    "imported when the kernel loads"
+)
+# How many other places a merged violation lists.
+LISTED_PLACES = 5
+
+
+def merge_load_time_imports(violations: list[Violation]) -> list[Violation]:
+    """One violation per top-level module imported at load time from several places
+    (a package the build lacks is one problem, not one per file), at its first place."""
+    groups: dict[str, list[Violation]] = {}
+    for violation in violations:
+        if violation.rule == "python-import" and violation.found == LOAD_TIME_IMPORT:
+            groups.setdefault(violation.subject.split(".")[0], []).append(violation)
+    several = [group for group in groups.values() if len(group) > 1]
+    firsts = {id(group[0]): _merged(group) for group in several}
+    dropped = {id(violation) for group in several for violation in group[1:]}
+    return [firsts.get(id(v), v) for v in violations if id(v) not in dropped]
+
+
+def _merged(group: list[Violation]) -> Violation:
+    others = [violation.location() for violation in group[1:]]
+    more = len(others) - LISTED_PLACES
+    return replace(
+        group[0],
+        subject=group[0].subject.split(".")[0],
+        found=f"{LOAD_TIME_IMPORT}; also imported at {', '.join(others[:LISTED_PLACES])}"
+        + (f" and {more} more places" if more > 0 else ""),
+    )
+
+
 def _outside_import(relative: str, node: ast.stmt, module: str, deferred: str | None) -> Violation:
     if deferred is None:
         return Violation(
@@ -197,8 +229,7 @@ def _outside_import(relative: str, node: ast.stmt, module: str, deferred: str | 
             file=relative,
             line=node.lineno,
             subject=module,
-            found="not in the standard library, torch or the kernel's python-depends, "
-            "imported when the kernel loads",
+            found=LOAD_TIME_IMPORT,
             limit="standard library, torch, python-depends",
             fix="declare it in build.toml (general.python-depends) if the loader supports "
             "it, import it inside the function that needs it or inside try/except "

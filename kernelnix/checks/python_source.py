@@ -23,6 +23,7 @@ from kernelnix.checks.python_imports import (
     dotted_name,
     import_violations,
     loaded_modules,
+    merge_load_time_imports,
     module_imports,
 )
 from kernelnix.checks.report import Violation
@@ -63,9 +64,11 @@ def python_sources(ctx: VariantContext) -> Iterable[Violation]:
     imports = {relative: module_imports(tree) for relative, tree in trees.items()}
     loaded = loaded_modules(imports)
     rules = ImportRules(own_names=_own_names(ctx), allowed=_allowed_modules(ctx))
+    found: list[Violation] = []
     for relative, tree in trees.items():
-        yield from import_violations(relative, imports[relative], rules, relative in loaded)
-        yield from op_name_violations(tree, relative)
+        found += import_violations(relative, imports[relative], rules, relative in loaded)
+        found += op_name_violations(tree, relative)
+    yield from merge_load_time_imports(found)
 
 
 def _own_names(ctx: VariantContext) -> frozenset[str]:

@@ -12,6 +12,7 @@ one at most a temporary directory that the next build removes (kernelnix.core.fi
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -37,7 +38,7 @@ from kernelnix.emit.cmake import cmake_project, noarch_ops_py, write_project
 from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
 from kernelnix.plan.gencode import capability_base, cuda_gencode
 from kernelnix.plan.ids import check_unique_id
-from kernelnix.plan.metadata import BuildProvenance, unknown_provenance
+from kernelnix.plan.metadata import BuildProvenance, python_packages, unknown_provenance
 from kernelnix.plan.model import KernelGitState, Plan, PlanVariant
 
 
@@ -334,6 +335,33 @@ def _stage_noarch(plan: Plan, source_dir: Path, target: Path, metadata: str) -> 
     (target / "metadata.json").write_text(metadata)
 
 
+def require_python_depends(variant: PlanVariant, name: str) -> None:
+    """A UserError naming each python-depends package the build Python lacks: the
+    import check would otherwise fail at every file that imports it. Nothing to
+    check without Torch, where the import check is skipped."""
+    if importlib.util.find_spec("torch") is None:
+        return
+    names = list(variant.metadata.python_depends)
+    missing = [
+        package
+        for package in python_packages(names, variant.backend)
+        if package.module is not None and importlib.util.find_spec(package.module) is None
+    ]
+    if missing:
+        raise UserError(
+            [
+                Diagnostic(
+                    f"python-depends {package.depends!r}: the build Python {sys.executable} "
+                    f"has no module {package.module!r} (pip package {package.pip}), which "
+                    f"the import check of {name} needs",
+                    key="general.python-depends",
+                    fix=f"{sys.executable} -m pip install {package.pip}",
+                )
+                for package in missing
+            ]
+        )
+
+
 def build_policy(redistributable: bool) -> tuple[str, str]:
     """The check policy a build holds its variant to, and why (printed with the verdict).
 
@@ -416,6 +444,8 @@ def build_variant(
     reason = why_not_buildable(variant, locked_wheels=False)
     if reason:
         raise UserError.single(f"cannot build {variant_name} on this machine: {reason}")
+    if import_check:
+        require_python_depends(variant, variant_name)
     metadata = metadata_text(variant, toolchain, redistributable, build_policy(redistributable)[0])
     out_dir.mkdir(parents=True, exist_ok=True)
     destination = out_dir / variant_name

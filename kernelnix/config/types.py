@@ -103,8 +103,10 @@ def parse_major_minor(value: object) -> Version:
     """A build.toml version: exactly `major.minor` ("12.6", "2.11"), as upstream requires."""
     version = parse_version(value)
     if isinstance(value, str) and len(value.strip().split(".")) != 2:
+        # The kernels loader refuses these too ("Version has 1 components, expected 2").
         raise ValueError(
-            f'invalid version {value.strip()!r}: expected major.minor, e.g. "12.6" or "2.11"'
+            f"invalid version {value.strip()!r}: expected major.minor, as the kernels "
+            f'loader requires; write "{version.major_minor()}"'
         )
     return version
 

@@ -17,7 +17,7 @@ from kernelnix.config.load import LoadedConfig, format_key_path, load_config, wi
 from kernelnix.config.model import BuildConfig, CudaKernel, KernelBase
 from kernelnix.config.paths import declared_paths
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
-from kernelnix.plan.flags import kernel_compile
+from kernelnix.plan.flags import cri_image, kernel_compile
 from kernelnix.plan.ids import GitState, content_unique_id, git_state, ops_id, unique_id_for
 from kernelnix.plan.metadata import BUILDER_VERSION, BuilderVersion, KernelGit, Provenance
 from kernelnix.plan.model import (
@@ -144,6 +144,7 @@ def _plan_variant(
     kernel_id = ops_id(config.general.python_name, variant.backend, unique)
     metadata = metadata_for_backend(config, variant.backend, kernel_id, archs, provenance)
     macos = matrix.macos_target(variant.backend) if variant.system.endswith("darwin") else None
+    cri = cri_image((config.kernel[name] for name in kernels), matrix)
     return PlanVariant(
         kind=variant.kind,  # type: ignore[arg-type]
         system=variant.system,
@@ -155,7 +156,7 @@ def _plan_variant(
         bundle=variant.bundle,
         kernels=kernels,
         compile={
-            name: kernel_compile(config.kernel[name], archs, build_set.version, matrix)
+            name: kernel_compile(config.kernel[name], archs, build_set.version, matrix, cri)
             for name, archs in kernels.items()
         },
         macos_deployment_target=str(macos) if macos else None,

@@ -4,11 +4,15 @@ the matrix, so that the CMake project (kernelnix.emit.cmake) only renders them.
 CUDA: one `-gencode` per capability, then the kernel's `cuda-flags`; nvcc knows
 `-static-global-template-stub` only from CUDA 12.8, older toolkits do not get it.
 ROCm: one `--offload-arch` per arch, then `hip-flags`. XPU: SYCL compiled ahead of
-time for the matrix's offload targets and devices (kernels depending on
-`sycl_tla` target that library's devices), then `sycl-flags` and `cxx-flags`.
+time with kernel-builder's SYCL flags for the matrix's offload targets and devices
+(kernels depending on `sycl_tla` target that library's devices, Crescent Island in
+an image of its own when a kernel marks Xe35-only code), then `sycl-flags` and
+`cxx-flags`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from kernelnix.config.model import CudaKernel, KernelBase, RocmKernel, XpuKernel
 from kernelnix.core.version import Version
@@ -27,13 +31,32 @@ def cuda_flags(kernel: CudaKernel, cuda: Version | None) -> list[str]:
     return list(kernel.cuda_flags)
 
 
-def sycl_flags(kernel: XpuKernel, matrix: Matrix) -> list[str]:
-    """`-fsycl` with the ahead-of-time targets and devices, then the kernel's `sycl-flags`."""
+def cri_image(kernels: Iterable[KernelBase], matrix: Matrix) -> bool:
+    """Whether a variant's SYCL code has its own Crescent Island image: one of its
+    XPU kernels marks Xe35-only code in its `sycl-flags` (kernel-builder #734)."""
+    marker = matrix.toolkits["xpu"]["cri-image"]["marker"]
+    return any(
+        marker in flag
+        for kernel in kernels
+        if isinstance(kernel, XpuKernel)
+        for flag in kernel.sycl_flags
+    )
+
+
+def sycl_flags(kernel: XpuKernel, matrix: Matrix, cri: bool = False) -> list[str]:
+    """`-fsycl`, kernel-builder's SYCL flags (IEEE fp32 division and square root,
+    NaNs and infinities honoured, compressed images), the ahead-of-time targets and
+    devices, then the kernel's `sycl-flags`. `cri`: see cri_image."""
     xpu = matrix.toolkits["xpu"]
-    devices = xpu["aot-devices-sycl-tla" if "sycl_tla" in kernel.depends else "aot-devices"]
+    targets, devices = xpu["offload-targets"], xpu["aot-devices"]
+    if "sycl_tla" in kernel.depends:
+        devices = xpu["aot-devices-sycl-tla"]
+        if cri:
+            targets, devices = xpu["cri-image"]["offload-targets"], xpu["cri-image"]["aot-devices"]
     return [
         "-fsycl",
-        f"-fsycl-targets={','.join(xpu['offload-targets'])}",
+        *xpu["sycl-flags"],
+        f"-fsycl-targets={','.join(targets)}",
         "-Xs",
         f"-device {','.join(devices)}",
         *kernel.sycl_flags,
@@ -49,12 +72,17 @@ def _gpu_flags(kernel: KernelBase, archs: list[str], backend_version: Version | 
 
 
 def kernel_compile(
-    kernel: KernelBase, archs: list[str] | None, backend_version: Version | None, matrix: Matrix
+    kernel: KernelBase,
+    archs: list[str] | None,
+    backend_version: Version | None,
+    matrix: Matrix,
+    cri: bool = False,
 ) -> KernelCompile:
-    """How `kernel` is compiled for `archs` with the variant's backend version."""
+    """How `kernel` is compiled for `archs` with the variant's backend version
+    (`cri`: the variant's SYCL code has its own Crescent Island image, cri_image)."""
     cxx = list(kernel.cxx_flags)
     if isinstance(kernel, XpuKernel):
-        cxx = sycl_flags(kernel, matrix) + cxx
+        cxx = sycl_flags(kernel, matrix, cri) + cxx
     return KernelCompile(
         cxx_flags=cxx,
         gpu_flags=_gpu_flags(kernel, archs or [], backend_version),

@@ -185,14 +185,29 @@ def python_dependency_table() -> dict[str, Any]:
     return json.loads(text)
 
 
-def python_imports(names: list[str], backend: str) -> list[str]:
-    """The import names of python-depends (for the Python import rule)."""
+@dataclass(frozen=True)
+class PythonPackage:
+    """A pip package a python-depends entry stands for, and the module it provides."""
+
+    depends: str
+    pip: str
+    module: str | None
+
+
+def python_packages(names: list[str], backend: str) -> list[PythonPackage]:
+    """The pip packages of python-depends names, from the shared dependency table."""
     table = python_dependency_table()
-    imports = []
+    packages = []
     for name in names:
         entry = table["general"].get(name) or table["backends"].get(backend, {}).get(name, {})
-        imports += [p["import"] for p in entry.get("python", []) if "import" in p]
-    return imports
+        found = entry.get("python", [])
+        packages += [PythonPackage(name, p["pkg"], p.get("import")) for p in found]
+    return packages
+
+
+def python_imports(names: list[str], backend: str) -> list[str]:
+    """The import names of python-depends (for the Python import rule)."""
+    return [p.module for p in python_packages(names, backend) if p.module]
 
 
 def metadata_schema() -> dict[str, Any]:

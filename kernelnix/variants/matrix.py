@@ -44,9 +44,19 @@ class RocmToolkit(TypedDict):
     archs: list[str]
 
 
+CriImage = TypedDict(
+    "CriImage",
+    {"comment": str, "marker": str, "offload-targets": list[str], "aot-devices": list[str]},
+)
 XpuToolkit = TypedDict(
     "XpuToolkit",
-    {"offload-targets": list[str], "aot-devices": list[str], "aot-devices-sycl-tla": list[str]},
+    {
+        "offload-targets": list[str],
+        "aot-devices": list[str],
+        "aot-devices-sycl-tla": list[str],
+        "sycl-flags": list[str],
+        "cri-image": CriImage,
+    },
 )
 Toolkits = TypedDict(
     "Toolkits",

@@ -9,7 +9,8 @@
 # redistributable.<variant> (redistributable toolchains only),
 # backendBundle.<backend>, ci, backendCi.<backend>, ci-test,
 # ciTests.<variant or arch variant>, kernels, build-and-copy,
-# build-and-upload, variants and archVariants (name lists);
+# build-and-upload, variants and archVariants (name lists), pkgs.<variant>
+# (the toolchain's package set of the variant, when it has one);
 # devShells.<system>: default, test, devShells.<variant or arch variant>,
 # testShells.<variant or arch variant>; notOffered.<system>: the variants
 # the toolchain leaves out, each with the reason. `nix eval --json .#variants`
@@ -128,14 +129,24 @@ let
               "${builtins.placeholder "out"}/CARD.md"
             ];
           };
+      # A bundle of no variant is an error that gives each variant's reason,
+      # never an empty `result`.
+      emptyReasons = builtins.concatStringsSep "" (
+        map (
+          name: "\n  ${name}: ${notOffered.${name} or "offered, but its build set is not bundled"}"
+        ) systemPlan.variants
+      );
       bundleOf =
         name: names:
-        import ./bundle.nix { inherit util; } {
-          inherit system tools card;
-          name = "${plan.python-name}-${name}";
-          variants = util.genAttrs names (name: variants.${name});
-          inherit (sources) benchmarks;
-        };
+        if names == [ ] then
+          throw "kernelnix: the ${tc.name} toolchain offers no variant of ${plan.name} for the ${name} on ${system}:${emptyReasons}"
+        else
+          import ./bundle.nix { inherit util; } {
+            inherit system tools card;
+            name = "${plan.python-name}-${name}";
+            variants = util.genAttrs names (name: variants.${name});
+            inherit (sources) benchmarks;
+          };
       bundleNames = builtins.filter (name: builtins.elem name offered) systemPlan.bundle;
       ofBackend = backend: builtins.filter (name: backendOf name == backend);
       # The offered variants, best first (bundle, then CUDA, ROCm, XPU, Metal,
@@ -163,7 +174,17 @@ let
       ciTest = name: scripts.ciTest name variants.${name};
       bundle = bundleOf "bundle" bundleNames;
       buildAndCopy = scripts.buildAndCopy bundle;
-      ciVariant = if ranked == [ ] then null else builtins.head ranked;
+      # ci-test's variant (and the default shells'): the best one, of the backends
+      # the toolchain names first when it does (the host without a record: CPU,
+      # which the probed Torch certainly loads; noarch variants of every backend
+      # are offered there too).
+      ciRanked =
+        let
+          first = tc.ciBackendsFirst or [ ];
+        in
+        builtins.filter (name: builtins.elem (backendOf name) first) ranked
+        ++ builtins.filter (name: !(builtins.elem (backendOf name) first)) ranked;
+      ciVariant = if ciRanked == [ ] then null else builtins.head ciRanked;
       noVariant =
         what:
         throw "kernelnix: the ${tc.name} toolchain offers no variant of ${plan.name} on ${system}, so there is no ${what}; `kernelnix list-variants` shows the plan's variants";
@@ -185,6 +206,19 @@ let
         build-and-upload = scripts.buildAndUpload bundle buildAndCopy;
         variants = offered;
         archVariants = util.unique (map archName offered);
+        # kernel-builder's package set of each variant's build set, for toolchains
+        # that have one (hermetic); the host toolchain has no nixpkgs.
+        pkgs =
+          if tc ? variantPkgs then
+            util.genAttrs offered (
+              name:
+              tc.variantPkgs {
+                inherit system name;
+                variant = planVariants.${name};
+              }
+            )
+          else
+            { };
       };
       # `nix eval --json .#notOffered.<system>`: variant name -> why the toolchain
       # does not build it (kernelnix build --variant prints it).

@@ -18,6 +18,13 @@ let
   inherit (plan) hub;
   repoId = hub.repo-id;
 
+  # Where a module the tests import comes from, per toolchain (MODULE: its name).
+  missingModuleHint =
+    if toolchain.redistributable then
+      "add its nixpkgs package to pythonCheckInputs in flake.nix (pythonCheckInputs = ps: [ ps.MODULE ];)"
+    else
+      "install it into the host Python (python3 -m pip install MODULE, with that Python), or run `kernelnix generate` with a Python that has it";
+
   # The toolchain's script environment: one for all (host), or per variant.
   envFor = toolchain.scriptEnvFor or (variantName: toolchain.scriptEnv);
 
@@ -46,6 +53,10 @@ in
   # built variant; exit 5 (no test selected) counts as a pass. Like the
   # reference, the variant directory is on PYTHONPATH and in LOCAL_KERNELS;
   # KERNEL_PATH (the variant's output) lets tests use kernels.get_local_kernel.
+  # Beyond the reference, a directory linking the variant under the kernel's
+  # package name comes first on PYTHONPATH, so `import <python-name>` in a test
+  # imports the built variant. A test that fails for a missing module gets a
+  # line naming the module and where to add it.
   ciTest =
     variantName: variant:
     if tests == null then
@@ -53,15 +64,31 @@ in
     else
       script variantName "ci-test" ''
         unset LD_LIBRARY_PATH
-        export PYTHONPATH=${variant}/${variantName} KERNEL_PATH=${variant} PYTHONDONTWRITEBYTECODE=1
+        packages=$(mktemp -d)
+        trap 'rm -rf "$packages"' EXIT
+        ln -s ${variant}/${variantName} "$packages"/${shellQuote plan.python-name}
+        export PYTHONPATH="$packages:${variant}/${variantName}" KERNEL_PATH=${variant} PYTHONDONTWRITEBYTECODE=1
         ${if repoId == null then "" else "export LOCAL_KERNELS=${shellQuote "${repoId}=${variant}"}"}
         cd ${tests}
-        status=0
-        "$KERNELNIX_PYTHON" -m pytest ${tests}/tests -m kernels_ci -p no:cacheprovider \
-          -o 'markers=kernels_ci: tests run against a built variant' "$@" || status=$?
+        {
+          status=0
+          "$KERNELNIX_PYTHON" -m pytest ${tests}/tests -m kernels_ci -p no:cacheprovider \
+            -o 'markers=kernels_ci: tests run against a built variant' "$@" || status=$?
+          echo "$status" > "$packages/status"
+        } 2>&1 | tee "$packages/log"
+        status=$(cat "$packages/status")
         if [ "$status" -eq 5 ]; then
           echo "ci-test: no kernels_ci tests selected"
           exit 0
+        fi
+        if [ "$status" -ne 0 ]; then
+          "$KERNELNIX_PYTHON" - "$packages/log" ${shellQuote missingModuleHint} <<'EOF'
+        import re, sys
+        log, hint = open(sys.argv[1], errors="replace").read(), sys.argv[2]
+        for module in sorted(set(re.findall(r"No module named '([^'.]+)", log))):
+            print(f"ci-test: the tests import {module!r}, which {sys.executable} lacks; "
+                  + hint.replace("MODULE", module))
+        EOF
         fi
         exit "$status"
       '';

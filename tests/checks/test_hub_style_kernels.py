@@ -12,7 +12,10 @@ here except numpy, so a check that wrongly required them would fail the build.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,3 +124,28 @@ def test_module_level_import_of_an_undeclared_package_fails_the_build(
         for line in lines
     )
     assert not (copy / BUILD_DIR / "torch-cpu").exists()  # nothing half-written
+
+
+def test_a_python_depends_the_build_python_lacks_is_one_error(tmp_path: Path) -> None:
+    """einops is declared but not installed here: one error naming the package, the
+    build Python and the install command (exit 2), not a violation per importing file."""
+    copy = source_copy(tmp_path)
+    toml = copy / "build.toml"
+    toml.write_text(
+        toml.read_text().replace("[general]\n", '[general]\npython-depends = ["einops"]\n')
+    )
+    assert importlib.util.find_spec("einops") is None
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelnix", "build", "--local", str(copy), "--variant", "torch-cpu",
+         "--no-progress"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("error:") == 1, done.stderr
+    assert (
+        f"python-depends 'einops': the build Python {sys.executable} has no module 'einops'"
+        in done.stderr
+    )
+    assert f"fix: {sys.executable} -m pip install einops" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (copy / BUILD_DIR / "torch-cpu").exists()

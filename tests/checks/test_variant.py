@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,6 +136,18 @@ def test_variant_for_another_backend_is_not_imported(tmp_path: Path, extension: 
     (note,) = report.notes
     assert note.startswith("import check skipped: not loadable on this machine")
     assert "cu126" in note
+
+
+def test_a_python_without_torch_skips_the_import(tmp_path: Path) -> None:
+    """A noarch variant builds with any Python; the import check then says it skipped."""
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    variant = make_variant(tmp_path / "build", "torch-cpu")
+    report = run_checks(variant, CheckOptions(python=str(venv / "bin" / "python")))
+    assert report.ok, report.render()
+    (note,) = report.notes
+    python = venv / "bin" / "python"
+    assert note == f"import check skipped: not loadable on this machine ({python} has no Torch)"
 
 
 # ---------------------------------------------------------------------------
@@ -429,6 +443,20 @@ def test_load_time_imports_are_violations_and_optional_ones_notes(tmp_path: Path
     assert len(notes) == 7
 
 
+def test_one_package_imported_from_many_files_is_one_violation(tmp_path: Path) -> None:
+    """gpt-oss-triton-kernels' torch-cpu variant imports triton at load time from 26
+    files: one violation for triton, at its first place, listing the others."""
+    files = {"__init__.py": INIT + "from . import a, b\nimport triton\n"}
+    files |= {f"{name}.py": "import triton.language as tl\nimport triton\n" for name in "ab"}
+    variant = make_variant(tmp_path, "torch-cpu", files=files)
+    report = run_checks(variant, NO_IMPORT)
+    (violation,) = report.violations
+    line = len(INIT.splitlines()) + 2
+    assert (violation.file, violation.line, violation.subject) == ("__init__.py", line, "triton")
+    assert violation.found.endswith("; also imported at a.py:1, a.py:2, b.py:1, b.py:2")
+    assert report.summary().startswith("FAIL  torch-cpu: 1 violation in 1 file")
+
+
 def test_a_kernel_with_only_optional_imports_passes_with_notes(tmp_path: Path) -> None:
     optional_only = BACKENDS.replace("import numpy\n", "").replace("    import cupy\n", "")
     optional_only = optional_only.replace("    import paddle\n", "")
@@ -452,10 +480,12 @@ def test_stable_abi_target_comes_from_the_variant_name(tmp_path: Path, corpus: C
     variant = make_variant(
         tmp_path, "torch-stable-abi210-cpu-x86_64-linux", library=corpus.path("torch_shim")
     )
+    library = f"{KERNEL_ID}.abi3.so"
     assert found(variant) == {
-        ("torch-stable-abi", f"{KERNEL_ID}.abi3.so", "torch_exception_get_what")
+        ("torch-stable-abi", library, "torch_exception_get_what"),
+        ("torch-stable-abi", library, "torch_has_storage"),
     }
-    later = CheckOptions(import_check=False, stable_abi=Version.parse("2.13"))
+    later = CheckOptions(import_check=False, stable_abi=Version.parse("2.14"))
     assert found(variant, later) == set()
 
 

@@ -811,6 +811,7 @@ def test_versions_are_major_minor(tmp_path: Path, table: str, key: str, value: s
     error = one_error(tmp_path, text)
     assert (error.key, error.line) == (f"{table}.{key}", 9)
     assert f"invalid version '{value}': expected major.minor" in error.message
+    assert error.message.endswith('write "12.0"' if value == "12" else 'write "12.8"')
 
 
 # ------------------------------------------------------------ unknown keys

@@ -7,57 +7,28 @@ checks and loads through `kernels.get_local_kernel`: the ops are registered in t
 variant's namespace with their schemas and a CUDA kernel; cuobjdump lists exactly the
 planned archs. Calling the ops needs a GPU: nothing runs them.
 
-The CUDA Torch lives in its own virtual environment, made by scripts/setup.sh
-(`KERNELNIX_CUDA_VENV`, default `.venv-cu130` in the checkout). CI must have it: there
-the tests fail without it instead of skipping.
+The CUDA Torch lives in its own virtual environment (tests/support/cuda_venv.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cuda_venv import CUDA_VARIANT, CudaTorch
 from nix_projects import clone_worktree, git, nix, nix_environment
-from paths import EXAMPLE_COPY_IGNORE, EXAMPLES, ROOT
+from paths import EXAMPLE_COPY_IGNORE, EXAMPLES
 
 from kernelnix.config import load_config
 from kernelnix.plan.build import PlanOptions, build_plan
 
-NVCC = Path("/usr/local/cuda/bin/nvcc")
-VARIANT = "torch214-cxx11-cu130-x86_64-linux"
-VENV = Path(os.environ.get("KERNELNIX_CUDA_VENV", ROOT / ".venv-cu130"))
+VARIANT = CUDA_VARIANT
 
 pytestmark = [pytest.mark.slow]
-
-
-@dataclass(frozen=True)
-class CudaTorch:
-    python: Path
-    env: dict[str, str]
-
-
-@pytest.fixture(scope="module")
-def cuda_torch() -> CudaTorch:
-    python = VENV / "bin" / "python"
-    missing = [str(p) for p in (python, NVCC) if not p.exists()]
-    if missing:
-        reason = f"no CUDA Torch environment or nvcc ({', '.join(missing)}); scripts/setup.sh"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs them: {reason}")
-        pytest.skip(reason)
-    env = {
-        **os.environ,
-        "PATH": f"{python.parent}{os.pathsep}{NVCC.parent}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": str(ROOT),
-        "HF_HUB_OFFLINE": "1",
-    }
-    return CudaTorch(python, env)
 
 
 def planned_archs() -> list[str]:

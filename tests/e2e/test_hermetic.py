@@ -66,6 +66,7 @@ NOT_VARIANTS = {
     "build-and-upload",
     "variants",
     "archVariants",
+    "pkgs",
 }
 
 needs_nix = pytest.mark.skipif(shutil.which("nix") is None, reason="needs Nix")
@@ -414,6 +415,29 @@ def test_a_toolkit_version_nixpkgs_lacks_is_explained(setup: Setup) -> None:
     assert done.returncode != 0
     assert "torch213-rocm71 needs rocm 7.1, and nixpkgs' rocmPackages_7_1 is 7.2.1" in done.stderr
     assert "overlays" in done.stderr
+
+
+def test_each_variant_has_its_package_set(setup: Setup) -> None:
+    """kernel-builder's `pkgs.<variant>`: nixpkgs with the variant's own Torch and Python."""
+    system = "x86_64-linux"
+    torches = evaluate(
+        setup,
+        setup.complete,
+        f"packages.{system}.pkgs",
+        "ps: builtins.mapAttrs (n: p: p.torch.drvPath) ps",
+    )
+    drvs = variant_drvs(setup, system)
+    assert sorted(torches) == sorted(drvs)
+    for name in drvs:
+        given = evaluate(setup, setup.complete, f"packages.{system}.{name}.hermetic.torch.drvPath")
+        assert torches[name] == given, name
+    python = evaluate(
+        setup,
+        setup.complete,
+        f"packages.{system}.pkgs",
+        "ps: builtins.mapAttrs (n: p: p.python3.drvPath) ps",
+    )
+    assert len(set(python.values())) > 1  # Python environments per build set
 
 
 def test_bundle_and_scripts_are_built_with_nixpkgs_tools(setup: Setup) -> None:

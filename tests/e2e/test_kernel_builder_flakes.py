@@ -21,12 +21,20 @@ from pathlib import Path
 
 import pytest
 import torch
-from nix_projects import clone_worktree, git, nix, nix_environment
+from nix_projects import (
+    UPSTREAM_INPUT,
+    clone_worktree,
+    git,
+    kernel_builder_project,
+    nix,
+    nix_environment,
+)
 from paths import TESTS
 
+from kernelnix.config import load_config
 from kernelnix.core.version import Version
 from kernelnix.host.system import current_system
-from kernelnix.variants.matrix import load_matrix
+from kernelnix.plan.build import PlanOptions, build_plan
 from kernelnix.variants.names import VariantName
 
 pytestmark = [
@@ -35,7 +43,6 @@ pytestmark = [
 ]
 
 KERNELS = TESTS / "data" / "kernel_builder"
-UPSTREAM_INPUT = 'kernel-builder.url = "github:huggingface/kernels";'
 SYSTEM = current_system()
 # The Torch of the Python the host toolchain finds (the tests' own): without a host
 # record, the flake probes this machine and builds its variants.
@@ -46,17 +53,28 @@ def cpu_variant(version: Version = INSTALLED_TORCH) -> str:
     return VariantName("arch", "cpu", None, version, SYSTEM).render()
 
 
+def noarch_arch_name(kernel: str, variant: str) -> str:
+    """kernel-builder's arch variant name of a noarch variant: that of the build set
+    it is built from (the plan's: bundle first, then the newest Torch)."""
+    plan = build_plan(load_config(KERNELS / kernel), PlanOptions(systems=(SYSTEM,)))
+    found = plan.variants[SYSTEM][variant]
+    version = Version.parse(found.backend_version) if found.backend_version else None
+    return VariantName("arch", found.backend, version, Version.parse(found.torch), SYSTEM).render()
+
+
 # What the host toolchain builds of each kernel here without a host record (the CPU
-# variant of this machine's Torch), and the names kernel-builder gives: `variants`
-# (the Hub's) and `archVariants`.
-# A noarch variant is built from the build set the collision rule prefers: bundle
-# first, then the newest Torch.
-BUNDLE_TORCH = max(b.torch for b in load_matrix().build_sets if b.bundle and SYSTEM in b.systems)
+# variant of this machine's Torch; noarch variants of every backend), and the names
+# kernel-builder gives: `variants` (the Hub's) and `archVariants`.
 EXPECTED = {
     "fused-add": ([cpu_variant()], [cpu_variant()]),
-    "gelu-tanh": (["torch-cpu"], [cpu_variant(BUNDLE_TORCH)]),
+    "gelu-tanh": (
+        ["torch-cpu", "torch-cuda"],
+        [noarch_arch_name("gelu-tanh", "torch-cpu"), noarch_arch_name("gelu-tanh", "torch-cuda")],
+    ),
     "silu-and-mul": ([cpu_variant(Version.parse("2.13"))], [cpu_variant(Version.parse("2.13"))]),
 }
+# The backends `.#backendCi` names for each.
+BACKEND_CI = {"fused-add": ["cpu"], "gelu-tanh": ["cpu", "cuda"], "silu-and-mul": ["cpu"]}
 
 
 @dataclass(frozen=True)
@@ -81,16 +99,7 @@ def kernelnix_flake(tmp_path_factory: pytest.TempPathFactory) -> Flake:
 
 def kernel_project(name: str, dest: Path, kernelnix_url: str) -> Path:
     """A copy of the kernel whose flake's input points at kernelnix, staged in git."""
-    shutil.copytree(KERNELS / name, dest)
-    flake = dest / "flake.nix"
-    text = flake.read_text()
-    assert text.count(UPSTREAM_INPUT) == 1, f"{name}: not kernel-builder's input line"
-    flake.write_text(
-        text.replace(UPSTREAM_INPUT, f"kernel-builder.url = {json.dumps(kernelnix_url)};")
-    )
-    git(dest, "init", "-q")
-    git(dest, "add", "-A")
-    return dest
+    return kernel_builder_project(KERNELS / name, dest, kernelnix_url)
 
 
 @pytest.fixture(scope="session")
@@ -130,7 +139,7 @@ def test_the_kernels_carry_kernel_builders_flake() -> None:
 def test_backend_ci_lists_what_the_host_builds(build: Callable[[str], Built], name: str) -> None:
     built = build(name)
     names = eval_json(built, ".#backendCi", "--apply", "builtins.attrNames")
-    assert names == ["cpu"]
+    assert names == BACKEND_CI[name]
     assert not (built.project / "kernelnix-plan.json").exists()
 
 
@@ -253,15 +262,18 @@ def test_old_name_works_with_a_warning(kernelnix_flake: Flake, tmp_path: Path) -
     out = flake_error(
         kernelnix_flake, tmp_path, "kernel-builder.lib.genFlakeOutputs {\n      inherit self;"
     )
-    assert out.startswith("0\n") and '["torch-cpu"]' in out, out
+    assert out.startswith("0\n") and '["torch-cpu","torch-cuda"]' in out, out
     assert "lib.genFlakeOutputs is deprecated; call lib.genKernelFlakeOutputs" in out
 
 
-def test_rev_without_self_is_refused(kernelnix_flake: Flake, tmp_path: Path) -> None:
+def test_legacy_rev_without_self_works_with_a_warning(
+    kernelnix_flake: Flake, tmp_path: Path
+) -> None:
+    """The legacy huggingface/kernel-builder's flakes pass `rev` (and only warned)."""
     out = flake_error(
         kernelnix_flake, tmp_path, 'kernel-builder.lib.genKernelFlakeOutputs {\n      rev = "abc";'
     )
-    assert not out.startswith("0\n")
+    assert out.startswith("0\n") and '["torch-cpu","torch-cuda"]' in out, out
     assert "the `rev` argument of genKernelFlakeOutputs is deprecated" in out
     assert "inherit self;" in out
 
@@ -284,3 +296,15 @@ def test_do_get_kernel_check_false_skips_the_import(kernelnix_flake: Flake, tmp_
     git(project, "add", "-A")
     nix(project, env, "build", ".#torch-cpu")
     assert (project / "result" / "torch-cpu" / "__init__.py").is_file()
+
+
+def test_ci_test_names_a_module_the_tests_miss(kernelnix_flake: Flake, tmp_path: Path) -> None:
+    project = kernel_project("gelu-tanh", tmp_path / "gelu-tanh", kernelnix_flake.url)
+    (project / "tests" / "test_missing.py").write_text("import kernelnix_absent_module\n")
+    git(project, "add", "-A")
+    done = nix(project, kernelnix_flake.env, "run", ".#ci-test", check=False)
+    assert done.returncode != 0
+    assert (
+        "ci-test: the tests import 'kernelnix_absent_module', which " in done.stdout
+        and "lacks; install it into the host Python" in done.stdout
+    ), done.stdout

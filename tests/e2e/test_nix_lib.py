@@ -20,6 +20,7 @@ from kernelnix.emit.escape import nix_string
 from kernelnix.emit.flake import FlakeSettings, render_flake
 from kernelnix.host.record import HOST_FILE, SCHEMA_VERSION
 from kernelnix.project.generate import generate, nix_plan
+from kernelnix.project.nix import explain_nix_error
 from kernelnix.variants.matrix import TOOLCHAINS
 from kernelnix.variants.names import VariantName
 
@@ -218,11 +219,53 @@ def test_host_without_record_probes_this_machine(tmp_path: Path, relu: Path) -> 
         project = tmp_path / example
         shutil.copytree(EXAMPLES / example, project)
         generate(load_config(project), host_record=True)
+        kinds = {
+            name: variant["kind"]
+            for name, variant in json.loads((project / "kernelnix-plan.json").read_text())[
+                "variants"
+            ]["x86_64-linux"].items()
+        }
         recorded = [
-            v for v in json.loads((project / HOST_FILE).read_text())["variants"] if "cpu" in v
+            v
+            for v in json.loads((project / HOST_FILE).read_text())["variants"]
+            if "cpu" in v or kinds[v] == "noarch"
         ]
         (project / HOST_FILE).unlink()
         assert offered(project) == recorded, example
+
+
+def test_noarch_variants_are_offered_on_every_system(tmp_path: Path) -> None:
+    """Python files and metadata: no record, and no probe, decides them."""
+    project = tmp_path / "relu-noarch"
+    shutil.copytree(EXAMPLES / "relu-noarch", project)
+    generate(load_config(project), host_record=False)
+    write_record(project, [], system="aarch64-darwin")
+    plan = json.loads((project / "kernelnix-plan.json").read_text())
+    for system in ("x86_64-linux", "aarch64-linux"):
+        variants = plan["systems"][system]["variants"]
+        assert variants and all(name.startswith("torch-") for name in variants)
+        assert offered(project, system) == variants
+
+
+def test_a_bundle_of_no_variant_fails_with_each_reason(relu: Path) -> None:
+    record = {"torch213-cxx11-cu130-x86_64-linux": "no CUDA Torch here"}
+    write_record(relu, [])
+    data = json.loads((relu / HOST_FILE).read_text())
+    (relu / HOST_FILE).write_text(json.dumps({**data, "not-buildable": record}))
+    flake = f"""(import {LIB} {{ root = {nix_path(ROOT)}; }}).kernelFlake {{
+        self = {{ outPath = {nix_path(relu)}; }};
+      }}"""
+    for output in ("bundle", "ci"):
+        done = nix_eval(f"({flake}).packages.x86_64-linux.{output}.drvPath", check=False)
+        assert done.returncode != 0
+        assert (
+            f"the host toolchain offers no variant of relu for the {output} on x86_64-linux:"
+            in done.stderr
+        )
+        assert "torch213-cxx11-cu130-x86_64-linux: no CUDA Torch here" in done.stderr
+        assert "torch213-cxx11-cpu-x86_64-linux: this machine cannot build it" in done.stderr
+        explained = explain_nix_error(done.stderr)
+        assert explained is not None and "the bundle would be empty" in explained.message
 
 
 def test_hostile_repo_id_reaches_ci_test_as_one_word(relu: Path, tmp_path: Path) -> None:

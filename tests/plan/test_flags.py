@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kernelnix.config import load_config
 from kernelnix.plan.build import PlanOptions, build_plan
 from kernelnix.plan.gencode import cuda_gencode
 from kernelnix.plan.model import Plan
-from kernelnix.variants.matrix import load_matrix
 
 SYSTEM = "x86_64-linux"
 BUILD_TOML = """\
@@ -82,25 +83,66 @@ def test_the_template_stub_flag_reaches_only_cuda_12_8_and_newer(plan: Plan) -> 
     assert new.cxx_flags == [] and new.dependencies == []
 
 
+# kernel-builder's SYCL compile flags (its preamble.cmake; kernels#752: IEEE fp32
+# division and square root, as PyTorch has them).
+SYCL = [
+    "-fsycl",
+    "-fhonor-nans",
+    "-fhonor-infinities",
+    "-fno-associative-math",
+    "-fno-approx-func",
+    "-foffload-fp32-prec-div",
+    "-foffload-fp32-prec-sqrt",
+    "-fno-sycl-instrument-device-code",
+    "--offload-compress",
+]
+
+
 def test_sycl_kernels_are_compiled_ahead_of_time_for_their_devices(plan: Plan) -> None:
-    xpu = load_matrix().toolkits["xpu"]
-    targets = f"-fsycl-targets={','.join(xpu['offload-targets'])}"
     variant = plan.variant(SYSTEM, "torch213-cxx11-xpu20260-x86_64-linux")
     assert variant.compile["tla"].cxx_flags == [
-        "-fsycl",
-        targets,
+        *SYCL,
+        "-fsycl-targets=spir64_gen,spir64",
         "-Xs",
-        f"-device {','.join(xpu['aot-devices-sycl-tla'])}",
+        "-device pvc,bmg-g21,cri",
         "-fno-sycl-instrument-device-code",
         "-O3",
     ]
     assert variant.compile["plain"].cxx_flags == [
-        "-fsycl",
-        targets,
+        *SYCL,
+        "-fsycl-targets=spir64_gen,spir64",
         "-Xs",
-        f"-device {','.join(xpu['aot-devices'])}",
+        "-device pvc,xe-lpg,ats-m150",
     ]
     assert variant.compile["tla"].gpu_flags == []
+
+
+def test_xe35_only_code_gets_crescent_island_its_own_image(tmp_path: Path) -> None:
+    """kernels#734: a sycl-flag marking Xe35-only code lowers the generic image to
+    cri alone; pvc and bmg get alias targets. Kernels without sycl_tla keep theirs."""
+    kernel = tmp_path / "cri"
+    kernel.mkdir()
+    marked = '"-D__SYCL_TARGET_INTEL_GPU_CRI__"'
+    toml = BUILD_TOML.replace(
+        'sycl-flags = ["-fno-sycl-instrument-device-code"]', f"sycl-flags = [{marked}]"
+    )
+    (kernel / "build.toml").write_text(toml)
+    for source in ("binding.cpp", "stub.cu", "tla.cpp", "plain.cpp", "hip.hip"):
+        (kernel / source).touch()
+    plan = build_plan(load_config(kernel), PlanOptions(systems=(SYSTEM,), unique_id="x"))
+    variant = plan.variant(SYSTEM, "torch213-cxx11-xpu20260-x86_64-linux")
+    assert variant.compile["tla"].cxx_flags[len(SYCL) :] == [
+        "-fsycl-targets=intel_gpu_pvc,intel_gpu_bmg_g21,spir64_gen,spir64",
+        "-Xs",
+        "-device cri",
+        "-D__SYCL_TARGET_INTEL_GPU_CRI__",
+        "-O3",
+    ]
+    assert variant.compile["plain"].cxx_flags[len(SYCL) :] == [
+        "-fsycl-targets=spir64_gen,spir64",
+        "-Xs",
+        "-device pvc,xe-lpg,ats-m150",
+    ]
 
 
 def test_rocm_kernels_get_one_offload_arch_per_arch(plan: Plan) -> None:

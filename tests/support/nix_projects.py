@@ -101,3 +101,22 @@ def nix(
     if check and done.returncode != 0:
         raise AssertionError(f"nix {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
     return done
+
+
+# The input line of kernel-builder's flakes (kernels-community's among them).
+UPSTREAM_INPUT = 'kernel-builder.url = "github:huggingface/kernels";'
+
+
+def kernel_builder_project(source: Path, dest: Path, kernelnix_url: str) -> Path:
+    """A copy of a kernel with kernel-builder's flake.nix, its input URL (only)
+    pointing at kernelnix, staged in a fresh git repository."""
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("build", "result", "__pycache__"))
+    flake = dest / "flake.nix"
+    text = flake.read_text()
+    assert text.count(UPSTREAM_INPUT) == 1, f"{source.name}: not kernel-builder's input line"
+    flake.write_text(
+        text.replace(UPSTREAM_INPUT, f"kernel-builder.url = {json.dumps(kernelnix_url)};")
+    )
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    return dest

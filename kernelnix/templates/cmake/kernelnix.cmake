@@ -108,6 +108,9 @@ function(kernelnix_torch_target ops_id backend stable_abi_hex)
   target_compile_options(kernelnix_torch INTERFACE
     "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-fno-gnu-unique>"
     "$<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<CXX_COMPILER_ID:GNU>>:-Xcompiler=-fno-gnu-unique>")
+  if(backend STREQUAL "cuda")
+    kernelnix_torch_nvcc_flags()
+  endif()
   if(backend STREQUAL "cuda" AND TORCH_CUDA_WHEEL_INCLUDE)
     # After the toolkit's own headers: the pip CUDA libraries' (cuBLAS, cuSPARSE...).
     target_include_directories(kernelnix_torch SYSTEM AFTER INTERFACE ${TORCH_CUDA_WHEEL_INCLUDE})
@@ -124,6 +127,31 @@ function(kernelnix_torch_target ops_id backend stable_abi_hex)
   kernelnix_link_torch(${backend})
   if(KERNELNIX_PRIVATE_CXX_RUNTIME)
     kernelnix_private_cxx_runtime()
+  endif()
+endfunction()
+
+# The nvcc flags kernel-builder's CUDA sources get besides their own
+# (docs/build.md lists each with its source): those Torch's CMake config
+# (Caffe2/public/cuda.cmake) appends to CMAKE_CUDA_FLAGS, then what
+# kernel-builder adds from torch.utils.cpp_extension.COMMON_NVCC_FLAGS
+# (without the __CUDA_NO_HALF* defines, which it removes for CUDA >= 11.8).
+function(kernelnix_torch_nvcc_flags)
+  set(suppressed cc_clobber_ignored field_without_dll_interface
+    base_class_has_different_dll_interface dll_interface_conflict_none_assumed
+    dll_interface_conflict_dllexport_assumed bad_friend_decl)
+  # nvcc splits an -X option's value at commas: one --diag_suppress per item.
+  list(TRANSFORM suppressed PREPEND "--diag_suppress=")
+  list(JOIN suppressed "," suppressed)
+  target_compile_options(kernelnix_torch INTERFACE
+    "$<$<COMPILE_LANGUAGE:CUDA>:-DONNX_NAMESPACE=onnx_c2>"
+    "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Xcudafe ${suppressed}>"
+    "$<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>"
+    "$<$<COMPILE_LANGUAGE:CUDA>:--expt-extended-lambda>"
+    "$<$<COMPILE_LANGUAGE:CUDA>:-DENABLE_FP8>")
+  if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND CMAKE_CXX_COMPILER_VERSION VERSION_GREATER_EQUAL 18)
+    # Torch's: C++20 mangling as Torch's own clang-built objects have it.
+    target_compile_options(kernelnix_torch INTERFACE
+      "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fclang-abi-compat=17>")
   endif()
 endfunction()
 

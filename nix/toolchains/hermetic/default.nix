@@ -164,6 +164,24 @@ let
       };
     };
 
+  # kernel-builder's `pkgs.<variant>`: nixpkgs with kernelnix's overlay, plus
+  # the variant's Torch, C/C++ compiler and Python environment (python3:
+  # Torch, kernelnix, kernels).
+  variantPkgs =
+    {
+      system,
+      name,
+      variant,
+    }:
+    let
+      entry = entryOf system variant;
+    in
+    pkgsFor system
+    // {
+      inherit (entry) torch cc;
+      python3 = entry.pythonEnv;
+    };
+
   # Scripts and shells of a variant use its Python (with Torch, kernelnix,
   # kernels and pytest) and tools.
   envFor =
@@ -193,7 +211,7 @@ in
 {
   name = "hermetic";
   redistributable = true;
-  inherit notOffered variantEnv;
+  inherit notOffered variantEnv variantPkgs;
   buildTools =
     system:
     let

@@ -83,19 +83,25 @@ let
 
   tag = system: (known system).python-tag or null;
   # The variant's locked wheels (wheels.nix) for the build Python's tag, or null.
-  lockedEntry = system: variant: wheels.entry (tag system) variant;
+  lockedEntry =
+    system: variant: if variant.kind == "noarch" then null else wheels.entry (tag system) variant;
 
-  # A variant of locked wheels is offered wherever the machine is the
-  # variant's system; the others need the build Python's Torch (the record
-  # says which fit). Without a record, of those only the CPU variants of the
-  # probe: what `ci-test` can then load with the probed Torch is certain.
+  # A noarch variant is Python files and metadata: offered on every system,
+  # record or not (no compiler, and its import check skips what this machine's
+  # Torch cannot load). A variant of locked wheels is offered wherever the
+  # machine is the variant's system; the others need the build Python's Torch
+  # (the record says which fit). Without a record, of those only the CPU
+  # variants of the probe: what `ci-test` can then load with the probed Torch
+  # is certain.
   notOffered =
     system: name: variant:
     let
       machine = known system;
       hostReason = (machine.not-buildable or { }).${name} or "this machine cannot build it";
     in
-    if machine.system != system then
+    if variant.kind == "noarch" then
+      null
+    else if machine.system != system then
       "this machine is ${machine.system}"
     else if lockedEntry system variant != null then
       null
@@ -140,6 +146,8 @@ let
           "any"
         else if variant.kind == "arch" || variant.kind == "tvm-ffi" then
           variant.torch
+        else if variant.kind == "noarch" then
+          "none"
         else
           "any"
       );
@@ -163,6 +171,8 @@ in
     scriptEnv
     ;
   stepEnv = system: hostStep "any";
+  # ci-test prefers what the probed Torch loads: without a record, CPU.
+  ciBackendsFirst = if record == null then [ "cpu" ] else [ ];
   buildTools = system: {
     shell = "/bin/sh";
     bash = "/bin/bash";

@@ -4,7 +4,8 @@
 # With a host record (kernelnix-host.json, written by `kernelnix generate`)
 # $hostPython and $hostPath come from it. Without one: python3 from PATH when it
 # has torch (scripts run by the user), else the login shell's PATH (builders,
-# whose environment Nix clears).
+# whose environment Nix clears). $torchRequirement `none` (a noarch variant):
+# a python3 without torch will do.
 
 kernelnix_fail() {
   echo "kernelnix (host toolchain): $*" >&2
@@ -38,9 +39,14 @@ else
     PATH=$(kernelnix_login_path):$PATH
     candidate=$(command -v python3 || true)
   fi
-  { [ -n "$candidate" ] && kernelnix_has_torch "$candidate"; } ||
-    kernelnix_fail "found no python3 with torch on PATH or in your login shell;" \
-      "run \`kernelnix generate\` with the Python that has torch to record it in kernelnix-host.json"
+  # A noarch variant builds without Torch (its import check then says it skipped).
+  if [ "${torchRequirement:-}" = none ]; then
+    [ -n "$candidate" ] || kernelnix_fail "found no python3 on PATH or in your login shell"
+  else
+    { [ -n "$candidate" ] && kernelnix_has_torch "$candidate"; } ||
+      kernelnix_fail "found no python3 with torch on PATH or in your login shell;" \
+        "run \`kernelnix generate\` with the Python that has torch to record it in kernelnix-host.json"
+  fi
   KERNELNIX_PYTHON=$candidate
 fi
 export PATH KERNELNIX_PYTHON

@@ -12,13 +12,15 @@ if [ -n "${wheelEnv:-}" ]; then
   done
   export PATH
 else
-  installed=$("$KERNELNIX_PYTHON" -c \
-    'import importlib.metadata as m; print(".".join(m.version("torch").split("+")[0].split(".")[:2]))')
   case "$torchRequirement" in
-    any) ;;
-    "$installed") ;;
-    *) kernelnix_fail "$variant needs torch $torchRequirement but $KERNELNIX_PYTHON has torch $installed;" \
-         "run \`kernelnix generate\` so the flake offers the variants this machine can build" ;;
+    any | none) ;;
+    *)
+      installed=$("$KERNELNIX_PYTHON" -c \
+        'import importlib.metadata as m; print(".".join(m.version("torch").split("+")[0].split(".")[:2]))')
+      [ "$installed" = "$torchRequirement" ] ||
+        kernelnix_fail "$variant needs torch $torchRequirement but $KERNELNIX_PYTHON has torch $installed;" \
+          "run \`kernelnix generate\` so the flake offers the variants this machine can build"
+      ;;
   esac
   export PYTHONPATH="$kernelnix"
 fi

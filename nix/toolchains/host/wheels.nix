@@ -53,7 +53,7 @@ rec {
   # The lock's entry of a compiled variant for a Python tag (`cp311`), or null.
   entry =
     tag: variant:
-    if tag == null || variant.kind == "noarch" || variant.kind == "tvm-ffi" then
+    if variant.kind == "noarch" || variant.kind == "tvm-ffi" || tag == null then
       null
     else
       ((lock.environments or { }).${variant.system} or { }).${tag}.${buildSetKey variant} or null;

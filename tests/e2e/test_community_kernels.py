@@ -1,0 +1,214 @@
+"""kernels-community's kernels through their own flake.nix, with only the input
+URL changed (tests/data/community: the kernels' files as published, without
+benchmarks, README, CARD.md and flake.lock; triton-kernels also without its
+GPU-only tests).
+
+A noarch Triton kernel (triton-kernels, CUDA only), a CPU kernel with AVX-512
+code (quantization-gptq), a multi-backend kernel (relu: CPU, CUDA, ROCm, XPU,
+Metal), a CPU + CUDA + XPU kernel (rotary) and a CUDA-only kernel
+(causal-conv1d). Each flake locks and evaluates with the host toolchain and no
+`kernelnix generate`; every bundle this machine can build is built, ci-test
+runs the kernel's own tests, and a flake with no variant for this machine
+fails its bundle with each variant's reason. rotary and causal-conv1d, whose
+CUDA sources need the nvcc flags kernel-builder takes from Torch's CMake config
+(`--extended-lambda`, `--expt-relaxed-constexpr`), build their cu130 variant
+against the CUDA Torch (one arch, 9.0, keeps the compile short) and load.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from cuda_venv import CUDA_VARIANT, CudaTorch
+from nix_projects import clone_worktree, kernel_builder_project, nix, nix_environment
+from paths import TESTS
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("nix") is None, reason="needs Nix"),
+]
+
+COMMUNITY = TESTS / "data" / "community"
+# What `.#backendCi` names without a host record: CPU variants of this machine's
+# Torch, and noarch variants of every backend.
+BACKEND_CI = {
+    "causal-conv1d": [],
+    "quantization-gptq": ["cpu"],
+    "relu": ["cpu"],
+    "rotary": ["cpu"],
+    "triton-kernels": ["cuda"],
+}
+
+
+@dataclass(frozen=True)
+class Community:
+    url: str
+    env: dict[str, str]
+    root: Path
+
+
+@pytest.fixture(scope="module")
+def community(tmp_path_factory: pytest.TempPathFactory) -> Community:
+    url = clone_worktree(tmp_path_factory.mktemp("kernelnix"))
+    env = nix_environment(tmp_path_factory.mktemp("nix") / "registry.json", url)
+    return Community(url, env, tmp_path_factory.mktemp("community"))
+
+
+@pytest.fixture(scope="module")
+def project(community: Community) -> Callable[[str], Path]:
+    """`project(name)`: the kernel with its flake pointing at kernelnix, once per module."""
+    made: dict[str, Path] = {}
+
+    def make(name: str) -> Path:
+        if name not in made:
+            made[name] = kernel_builder_project(
+                COMMUNITY / name, community.root / name, community.url
+            )
+        return made[name]
+
+    return make
+
+
+def test_the_kernels_carry_their_published_flake() -> None:
+    for name in BACKEND_CI:
+        text = (COMMUNITY / name / "flake.nix").read_text()
+        assert "kernel-builder.lib.genKernelFlakeOutputs {" in text
+        assert not (COMMUNITY / name / "kernelnix-plan.json").exists()
+
+
+@pytest.mark.parametrize("name", sorted(BACKEND_CI))
+def test_locks_and_evaluates(
+    community: Community, project: Callable[[str], Path], name: str
+) -> None:
+    directory = project(name)
+    nix(directory, community.env, "flake", "lock")
+    lock = json.loads((directory / "flake.lock").read_text())
+    assert lock["nodes"]["kernel-builder"]["locked"]["type"] == "git"
+    done = nix(
+        directory, community.env, "eval", "--json", ".#backendCi", "--apply", "builtins.attrNames"
+    )
+    assert json.loads(done.stdout) == BACKEND_CI[name]
+
+
+def build_bundle(community: Community, directory: Path) -> Path:
+    nix(directory, community.env, "build", ".#bundle")
+    bundle = (directory / "result").resolve()
+    assert sorted(p.name for p in bundle.iterdir()), "an empty bundle"
+    return bundle
+
+
+# Load the bundle through `kernels`, then import the named submodules of the kernel.
+LOAD = """
+import importlib, sys
+from pathlib import Path
+from kernels import get_local_kernel
+kernel = get_local_kernel(Path(sys.argv[1]))
+for name in sys.argv[2:]:
+    importlib.import_module(kernel.__name__ + "." + name)
+print("loaded", *sys.argv[2:])
+"""
+
+
+def test_a_noarch_triton_kernel_builds_and_loads(
+    community: Community, project: Callable[[str], Path], cuda_torch: CudaTorch
+) -> None:
+    """No host record, no CUDA here: the noarch torch-cuda variant is still offered,
+    built (its import check skipped by the CPU Torch) and loads with a CUDA Torch."""
+    directory = project("triton-kernels")
+    bundle = build_bundle(community, directory)
+    assert sorted(p.name for p in bundle.iterdir()) == ["torch-cuda"]
+    metadata = json.loads((bundle / "torch-cuda" / "metadata.json").read_text())
+    assert metadata["backend"]["type"] == "cuda"
+    done = subprocess.run(
+        [cuda_torch.python, "-c", LOAD, bundle, "matmul_ogs", "routing"],
+        capture_output=True, text=True, env=cuda_torch.env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "loaded matmul_ogs routing"
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        # Its tests import `quantization_gptq` and are not marked kernels_ci: one
+        # case, selected by the arguments after `--`, runs the AVX-512 kernel.
+        ("quantization-gptq", ["-m", "", "-k", "test_gptq[64-1024-2048-1]"]),
+        ("relu", []),
+    ],
+)
+def test_ci_test_runs_the_kernels_own_tests(
+    community: Community, project: Callable[[str], Path], name: str, args: list[str]
+) -> None:
+    directory = project(name)
+    build_bundle(community, directory)
+    done = nix(directory, community.env, "run", ".#ci-test", "--", *args)
+    assert " passed" in done.stdout, done.stdout
+    assert "failed" not in done.stdout and "error" not in done.stdout, done.stdout
+
+
+def test_a_flake_with_no_variant_here_fails_its_bundle(
+    community: Community, project: Callable[[str], Path]
+) -> None:
+    directory = project("causal-conv1d")
+    done = nix(directory, community.env, "build", ".#bundle", check=False)
+    assert done.returncode != 0
+    assert "the host toolchain offers no variant of causal-conv1d for the bundle" in done.stderr
+    # Each CUDA variant of the plan with why it is not built here (this machine's Torch).
+    assert f"{CUDA_VARIANT}: needs " in done.stderr
+    assert "torch215-cxx11-cu132-x86_64-linux: needs " in done.stderr
+    assert not (directory / "result").exists()
+
+
+LOAD_CUDA_OPS = """
+import json, sys, torch
+from pathlib import Path
+from kernels import get_local_kernel
+kernel = get_local_kernel(Path(sys.argv[1]))
+namespace = kernel.__name__
+ops = getattr(torch.ops, namespace)
+found = {}
+for name in sys.argv[2:]:
+    op = getattr(ops, name).default
+    found[name] = torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CUDA")
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "ops"),
+    [
+        ("rotary", ["apply_rotary"]),
+        ("causal-conv1d", ["causal_conv1d_fwd", "causal_conv1d_update"]),
+    ],
+)
+def test_cuda_kernels_build_against_the_cuda_torch_and_load(
+    cuda_torch: CudaTorch, tmp_path: Path, name: str, ops: list[str]
+) -> None:
+    directory = tmp_path / name
+    shutil.copytree(COMMUNITY / name, directory)
+    done = subprocess.run(
+        [cuda_torch.python, "-m", "kernelnix", "build", "--local", str(directory),
+         "--variant", CUDA_VARIANT, "--cuda-archs", "9.0", "--no-progress"],
+        capture_output=True, text=True, env=cuda_torch.env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert f"ok    {CUDA_VARIANT}: no violations" in done.stdout + done.stderr
+    # The flags reached every CUDA source (compile_commands.json of the build tree).
+    tree = directory / "build" / ".build" / CUDA_VARIANT / "build"
+    commands = json.loads((tree / "compile_commands.json").read_text())
+    cuda = [entry["command"] for entry in commands if entry["file"].endswith(".cu")]
+    assert cuda and all(
+        "--expt-extended-lambda" in c and "--expt-relaxed-constexpr" in c for c in cuda
+    )
+    loaded = subprocess.run(
+        [cuda_torch.python, "-c", LOAD_CUDA_OPS, str(directory / "build"), *ops],
+        capture_output=True, text=True, env=cuda_torch.env, check=False,
+    )  # fmt: skip
+    assert loaded.returncode == 0, loaded.stderr
+    assert json.loads(loaded.stdout.splitlines()[-1]) == dict.fromkeys(ops, True)
