@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from kernelnix.host.environments import (
@@ -26,7 +27,6 @@ from kernelnix.host.environments import (
     locked_environment,
     materialize,
 )
-from kernelnix.plan.model import PlanVariant
 from kernelnix.variants.names import parse_variant_name
 
 # Runs in the variant's Torch: argv = [bundle, variant, backend].
@@ -70,22 +70,26 @@ print(json.dumps(line))
 """
 
 
-def plan_variant(name: str) -> PlanVariant:
-    """What the lock needs of a variant, from its name."""
+@dataclass(frozen=True)
+class BuildSet:
+    """What the lock needs of a variant, read from its name."""
+
+    system: str
+    kind: str
+    torch: str
+    backend: str
+    backend_version: str | None
+
+
+def build_set(name: str) -> BuildSet:
     parsed = parse_variant_name(name)
-    return PlanVariant.model_validate(
-        {
-            "system": parsed.system, "kind": parsed.kind, "backend": parsed.backend,
-            "backend-version": str(parsed.backend_version) if parsed.backend_version else None,
-            "torch": str(parsed.framework_version), "bundle": True, "archs": None, "kernels": {},
-            "compile": {}, "metadata": {}, "ops-id": "_", "stable-abi": None, "tvm-ffi": None,
-            "macos-deployment-target": None,
-        }
-    )  # fmt: skip
+    version = str(parsed.backend_version) if parsed.backend_version else None
+    system = parsed.system or ""
+    return BuildSet(system, parsed.kind, str(parsed.framework_version), parsed.backend, version)
 
 
 def check_variant(directory: Path) -> tuple[bool, str]:
-    variant = plan_variant(directory.name)
+    variant = build_set(directory.name)
     environment = locked_environment(variant)
     if environment is None:
         return False, "no locked wheels for this variant"

@@ -33,16 +33,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kernelnix.core.diagnostics import UserError
 from kernelnix.host.wheel_tree import TreeError, find_nvcc, merge, unpack
-from kernelnix.plan.model import PlanVariant
 from kernelnix.variants.names import build_set_key as lock_key
 
 LOCK_FILE = Path(__file__).resolve().parents[1] / "data" / "wheel-lock.json"
 CHUNK = 1 << 20
 TIMEOUT = 120
+
+
+class BuildSetOf(Protocol):
+    """What the lock needs of a variant (a PlanVariant has it): its build set."""
+
+    @property
+    def system(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def torch(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def backend_version(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -71,7 +85,7 @@ def python_tag() -> str:
     return f"cp{sys.version_info.major}{sys.version_info.minor}"
 
 
-def build_set_key(variant: PlanVariant) -> str:
+def build_set_key(variant: BuildSetOf) -> str:
     """How the lock names a variant's build set."""
     return lock_key(variant.torch, variant.backend, variant.backend_version)
 
@@ -101,7 +115,7 @@ def _read_host_lock(path: Path) -> dict[str, Any]:
 
 
 def locked_environment(
-    variant: PlanVariant, tag: str | None = None, lock: dict[str, Any] | None = None
+    variant: BuildSetOf, tag: str | None = None, lock: dict[str, Any] | None = None
 ) -> LockedEnvironment | None:
     """The locked environment of a compiled variant, or None (noarch, or not locked)."""
     if variant.kind in ("noarch", "tvm-ffi"):
@@ -122,7 +136,7 @@ def locked_environment(
 
 
 def not_locked_reason(
-    variant: PlanVariant, tag: str | None = None, lock: dict[str, Any] | None = None
+    variant: BuildSetOf, tag: str | None = None, lock: dict[str, Any] | None = None
 ) -> str:
     """Why the lock holds no environment for `variant` with this Python."""
     lock = host_lock() if lock is None else lock

@@ -27,7 +27,6 @@ from kernelnix.host.environments import (
     locked_environment,
     not_locked_reason,
 )
-from kernelnix.plan.model import PlanVariant
 
 WHEEL = b"PK" + bytes(range(256)) * 400  # about 100 kB
 
@@ -158,15 +157,17 @@ def test_a_full_disk_is_a_clear_error(server: Server, small_disk: Path) -> None:
     assert not (small_disk / "wheels" / "demo-1.0-py3-none-any.whl").exists()
 
 
-def variant(torch: str, backend: str, version: str | None) -> PlanVariant:
-    return PlanVariant.model_validate(
-        {
-            "system": "x86_64-linux", "kind": "arch", "torch": torch, "backend": backend,
-            "backend-version": version, "bundle": True, "archs": None, "kernels": {},
-            "compile": {}, "metadata": {}, "ops-id": "_x", "stable-abi": None, "tvm-ffi": None,
-            "macos-deployment-target": None,
-        }
-    )  # fmt: skip
+@dataclass(frozen=True)
+class BuildSet:
+    torch: str
+    backend: str
+    backend_version: str | None
+    system: str = "x86_64-linux"
+    kind: str = "arch"
+
+
+def variant(torch: str, backend: str, version: str | None) -> BuildSet:
+    return BuildSet(torch, backend, version)
 
 
 LOCK = {
