@@ -137,7 +137,7 @@ COMMAND_SUMMARIES = {
     "init": "Create a kernel project: build.toml, a sample kernel (out = in + 1), tests, a card "
     "template, the flake files; then `git init` and stage everything.",
     "list-variants": "List the build variants of DIRECTORY/build.toml, one per line.",
-    "lock-wheels": "Record URL and sha256 of every wheel the hermetic toolchain fetches.",
+    "lock-wheels": "Record URL and sha256 of every wheel the toolchains fetch.",
     "nix-library": "Print the flake URL of this kernelnix's Nix library.",
     "plan": "Write the build plan of DIRECTORY/build.toml (JSON, every system).",
     "schema": "Print the JSON Schema of build.toml, metadata.json, the plan or the host record.",
