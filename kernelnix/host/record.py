@@ -4,8 +4,10 @@ Flake evaluation is pure: it cannot ask which Python has torch or which
 compilers exist. `kernelnix generate` asks instead, from the Python it runs in,
 and writes the answer next to flake.nix: the variants of the plan this machine
 can build (kernelnix.host.machine decides, as for `kernelnix build --local`),
-why the others cannot be built, and the Python and PATH entries the
-builders use. nix/toolchains/host/default.nix reads it.
+why the others cannot be built, the Python and PATH entries the
+builders use, and the machine's identity (kernelnix.host.identity: compilers, C
+library, Torch), which addresses the host toolchain's derivations.
+nix/toolchains/host/default.nix reads it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kernelnix.host.identity import record_identity
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.system import current_system
 from kernelnix.host.torch_probe import probe
@@ -50,6 +53,7 @@ def probe_host(plan: Plan) -> dict[str, Any]:
         "python": sys.executable,
         "torch-version": torch["version"] if torch else None,
         "tools": tools,
+        "identity": record_identity(tools),
         "path": list(dict.fromkeys([*path, *BASE_PATH])),
         "variants": [name for name, reason in reasons.items() if reason is None],
         "not-buildable": {name: reason for name, reason in reasons.items() if reason},

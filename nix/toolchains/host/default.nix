@@ -105,9 +105,8 @@ let
     env = scriptEnv // {
       kernelnix = kernelnixSrc;
       inherit torchRequirement;
-      preferLocalBuild = true;
-      allowSubstitutes = false;
-    };
+    }
+    // import ./identity.nix { inherit record; };
   };
   variantEnv =
     {

@@ -1,6 +1,9 @@
 # Sourced by the shared variant builder (nix/lib/build-variant.sh) for the
 # host toolchain: this machine's Python (host/env.sh), checked for the Torch
-# version the variant needs, with kernelnix's source on PYTHONPATH.
+# version the variant needs, with kernelnix's source on PYTHONPATH; and this
+# machine checked against the recorded identity the derivation is addressed by
+# ($hostIdentity, ./identity.nix), so that a builder with other compilers
+# refuses to build instead of producing what the store path misdescribes.
 . "$hostEnv"
 
 installed=$("$KERNELNIX_PYTHON" -c \
@@ -13,3 +16,6 @@ case "$torchRequirement" in
 esac
 
 export PYTHONPATH="$kernelnix"
+if [ -n "${hostIdentity:-}" ]; then
+  "$KERNELNIX_PYTHON" -m kernelnix.host.identity "$hostIdentity" || exit 1
+fi
