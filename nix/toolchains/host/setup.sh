@@ -17,5 +17,6 @@ esac
 
 export PYTHONPATH="$kernelnix"
 if [ -n "${hostIdentity:-}" ]; then
-  "$KERNELNIX_PYTHON" -m kernelnix.host.identity "$hostIdentity" || exit 1
+  # -B: no bytecode written into kernelnix's source, a store path.
+  "$KERNELNIX_PYTHON" -B -m kernelnix.host.identity "$hostIdentity" || exit 1
 fi
