@@ -152,7 +152,8 @@ def test_a_fresh_store_substitutes_the_bundle_and_compiles_nothing(
     assert done.returncode == 0, done.stderr
     assert "building '" not in done.stderr, done.stderr
     for attr, path in relu.paths.items():
-        assert f"copying path '{path}' from '{cache.server.url}'" in done.stderr, (attr, done.stderr)
+        copied = f"copying path '{path}' from '{cache.server.url}'"
+        assert copied in done.stderr, (attr, done.stderr)
         assert valid_in(store, path, relu.env), attr
         assert f"/{Path(path).name[:32]}.narinfo" in cache.server.requests, attr
     # What arrived is the kernel: relu computes through `kernels` from the fresh store.
@@ -309,8 +310,5 @@ def test_a_builder_with_another_compiler_refuses_to_build(relu: Relu, tmp_path: 
     done = nix(project, relu.env, "build", f".#{relu.variants[0]}", "--no-link", check=False)
     assert done.returncode != 0
     assert "this machine is not the one kernelnix-host.json describes" in done.stderr
-    assert f'compilers.{compiler}: recorded "g++ (Other) 99.1.0", this machine has' in (
-        done.stderr
-    )
+    assert f'compilers.{compiler}: recorded "g++ (Other) 99.1.0", this machine has' in (done.stderr)
     assert "+ cmake" not in done.stderr, "the build should stop before configuring"
-
