@@ -19,7 +19,7 @@ from figures import Figure, report, timed
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from compiler_cache import build_with_cache  # noqa: E402
+from compiler_cache import build_with_cache, new_cache  # noqa: E402
 from cuda_torch import PYTHON, VARIANT, cuda_torch_missing, with_cuda_torch  # noqa: E402
 from nix_projects import clone_worktree, git, make_project, nix_environment  # noqa: E402
 from paths import EXAMPLES  # noqa: E402
@@ -28,8 +28,9 @@ TARGET = 0.3
 EDITED = "fused_scale_cuda/kernels.cu"
 
 
-def one_run(work: Path) -> tuple[float, float, tuple[int, int]]:
-    """(cold build, rebuild after the edit, the rebuild's (misses, hits)) in `work`."""
+def one_run(work: Path) -> tuple[float, float, tuple[list[str], list[str]]]:
+    """(cold build, rebuild after the edit, what the rebuild compiled and what the cache
+    served) in `work`."""
     url = clone_worktree(work / "kernelnix")
     env = with_cuda_torch(nix_environment(work / "registry.json", url))
     project = make_project(EXAMPLES / "fused-scale", work / "fused-scale", url, env)
@@ -37,12 +38,11 @@ def one_run(work: Path) -> tuple[float, float, tuple[int, int]]:
     source = project / EDITED
     source.write_text(source.read_text() + f"// bench run in {work.name}\n")
     git(project, "add", "-A")
-    cache = work / "ccache"
-    cache.mkdir()
+    cache = new_cache(work / "ccache")
     cold = timed(lambda: build_with_cache(project, env, VARIANT, cache, PYTHON))
     source.write_text(source.read_text() + "namespace { [[maybe_unused]] int e = 1; }\n")
     git(project, "add", "-A")
-    found: list[tuple[int, int]] = []
+    found: list[tuple[list[str], list[str]]] = []
     rebuilt = timed(lambda: found.append(build_with_cache(project, env, VARIANT, cache, PYTHON)))
     return cold, rebuilt, found[0]
 
@@ -64,7 +64,8 @@ def measure(repeat: int = 1) -> list[Figure]:
             baseline_seconds=min(r[0] for r in runs),
             target=TARGET,
             target_text="a rebuild costs under a third of a cold build",
-            detail=f"best of {repeat}; the rebuild compiled {missed}, took {served} from the cache",
+            detail=f"best of {repeat}; the rebuild compiled {', '.join(missed)}; "
+            f"the cache served {', '.join(served)}",
         )
     ]
 
