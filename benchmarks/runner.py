@@ -3,9 +3,9 @@ against a baseline timed in the same run, with its target and PASS or MISS.
 
     benchmarks/run [--quick] [--only NAME]... [--json FILE]
 
-Names: plan, config, nix, rebuild, compile, checks, cuda, incremental, scaling. A full
-run takes 15 to 30 minutes on two cores without incremental and scaling, which build
-with Nix for about 5 and 20 more (nix builds the largest example three times from
+Names: plan, config, nix, rebuild, compile, checks, cuda, wheels, incremental, scaling.
+A full run takes 15 to 30 minutes on two cores without incremental and scaling, which
+build with Nix for about 5 and 20 more (nix builds the largest example three times from
 scratch, and bench_checks compiles its CUDA libraries on first use); --quick takes
 fewer runs of each, not fewer benchmarks. Exit status 1 when a benchmark fails to
 run; a MISS is a result, not a failure.
@@ -45,6 +45,11 @@ BENCHMARKS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         "bench_cuda: CUDA build vs cpp_extension; warm vs cold ccache",
         {"repeat": 1},
         {"repeat": 1},
+    ),
+    "wheels": (
+        "bench_wheels: a bundle of two Torch releases from locked wheels vs its direct builds",
+        {},
+        {},
     ),
     "incremental": (
         "bench_incremental: nix build after a one-file .cu edit, compiler cache on, vs cold",

@@ -7,8 +7,18 @@ from collections.abc import Callable
 
 import pytest
 from paths import GOLDEN
+from wheel_locks import lock_with
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_locked_wheels(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Builds use the build Python's Torch unless a test locks wheels for them
+    (tests/support/wheel_locks.py: the whole lock fetches gigabytes)."""
+    os.environ["KERNELNIX_WHEEL_LOCK"] = str(
+        lock_with(tmp_path_factory.mktemp("lock") / "wheel-lock.json")
+    )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -16,6 +26,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--update-golden",
         action="store_true",
         help="rewrite golden files from the current output instead of comparing",
+    )
+    parser.addoption(
+        "--full-bundle",
+        action="store_true",
+        help="also build whole bundles from every locked wheel (gigabytes, an hour)",
     )
 
 

@@ -41,6 +41,9 @@ try:
     from kernels.variants import parse_variant, resolve_variants
 except Exception:
     parse_variant = None
+# A CPU variant loads in any Torch when asked for by backend, as users of a
+# CUDA Torch ask for it: kernelnix builds CPU variants against CUDA wheels too.
+backend = None
 if parse_variant is not None:
     try:
         parsed = parse_variant(variant)
@@ -49,8 +52,11 @@ if parse_variant is not None:
     if parsed is None:
         repo = variant_dir  # not a variant name: the loader's metadata.json fallback
     else:
+        arch_backend = getattr(getattr(parsed, "arch", None), "backend", None)
+        if getattr(arch_backend, "name", None) == "cpu":
+            backend = "cpu"
         try:
-            _, trace = resolve_variants([parsed])
+            _, trace = resolve_variants([parsed], backend=backend)
         except Exception:
             trace = []
         reasons = [d.reason for d in trace if hasattr(d, "reason")]
@@ -58,7 +64,7 @@ if parse_variant is not None:
             report(status="skipped", reason=reasons[0])
             sys.exit(0)
 try:
-    module = get_local_kernel(repo)
+    module = get_local_kernel(repo, backend=backend)
 except BaseException as exc:
     notes = "".join("\n" + n for n in getattr(exc, "__notes__", []))
     report(status="failed", error=f"{type(exc).__name__}: {exc}{notes}",

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from kernelnix.cli import main
+from kernelnix.variants.host_wheels import DEFAULT_PYTHON_TAGS, lock_host_file
 from kernelnix.variants.wheels import LOCK_FILE, PYPI_SIMPLE, lock
 
 
@@ -35,8 +36,23 @@ from kernelnix.variants.wheels import LOCK_FILE, PYPI_SIMPLE, lock
     show_default=True,
     help="The lock file to update.",
 )
-def lock_wheels(indexes: tuple[str, ...], pypi: str, refresh: bool, lock_file: Path) -> None:
-    """Record URL and sha256 of every wheel the hermetic toolchain fetches.
+@click.option(
+    "--python",
+    "python_tags",
+    multiple=True,
+    default=DEFAULT_PYTHON_TAGS,
+    show_default=True,
+    metavar="TAG",
+    help="A Python tag (cp311) the host toolchain's build Python may have (repeatable).",
+)
+def lock_wheels(
+    indexes: tuple[str, ...],
+    pypi: str,
+    refresh: bool,
+    lock_file: Path,
+    python_tags: tuple[str, ...],
+) -> None:
+    """Record URL and sha256 of every wheel the toolchains fetch.
 
     The wheels are named by matrix.json (Torch releases, a flavor per backend,
     the Python tag); hashes come from the package indexes, which publish them.
@@ -56,6 +72,9 @@ def lock_wheels(indexes: tuple[str, ...], pypi: str, refresh: bool, lock_file: P
         refresh=refresh,
         log=lambda line: click.echo(line, err=True),
     )
+    host = lock_host_file(lock_file, pypi, python_tags, log=lambda line: click.echo(line, err=True))
+    result.locked.extend(host.locked)
+    result.missing.extend(host.missing)
     for name in result.locked:
         click.echo(f"locked {name}")
     click.echo(f"wrote {lock_file} ({len(result.locked)} locked, {len(result.kept)} kept)")

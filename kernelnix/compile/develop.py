@@ -210,7 +210,9 @@ def development_variant(plan: Plan) -> str:
     """The variant to develop with: this machine's backend, compiled before noarch."""
     variants = plan.variants.get(current_system(), {})
     backend = _host_backend()
-    buildable = [n for n, v in variants.items() if why_not_buildable(v) is None]
+    buildable = [
+        n for n, v in variants.items() if why_not_buildable(v, locked_wheels=False) is None
+    ]
     if not buildable:
         raise UserError.single(
             f"no variant can be built on this machine ({current_system()})",

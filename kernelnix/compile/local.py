@@ -7,13 +7,22 @@ so that a second build only recompiles what changed.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelnix.compile.variant import build_variant
+from kernelnix.compile.variant import BuildError, build_variant
 from kernelnix.core.diagnostics import UserError
+from kernelnix.core.fileio import write_atomic
 from kernelnix.core.progress import Progress
+from kernelnix.host.environments import (
+    LockedEnvironment,
+    environment_variables,
+    locked_environment,
+    materialize,
+)
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.system import current_system
 from kernelnix.plan.model import Plan
@@ -65,8 +74,45 @@ def build_planned(
             noarch = plan.variants[system][name].kind == "noarch"
             work_dir = None if noarch else out_dir / WORK_DIR / name
             with display.building(name, out_dir / WORK_DIR / f"{name}.log"):
-                built = build_variant(
-                    plan, system, name, directory, out_dir, jobs=jobs, work_dir=work_dir
-                )
+                environment = locked_environment(plan.variants[system][name])
+                if environment is None:
+                    built = build_variant(
+                        plan, system, name, directory, out_dir, jobs=jobs, work_dir=work_dir
+                    )
+                else:
+                    built = _build_in_environment(
+                        plan, system, name, directory, out_dir, jobs, environment
+                    )
             result.built.append(built)
     return result
+
+
+def _build_in_environment(
+    plan: Plan,
+    system: str,
+    name: str,
+    directory: Path,
+    out_dir: Path,
+    jobs: int | None,
+    environment: LockedEnvironment,
+) -> Path:
+    """The build step of one variant in a process whose Torch (and nvcc) are the
+    variant's locked wheels (kernelnix.host.environments), not this Python's."""
+    root = materialize(environment, log=lambda line: print(line, flush=True))
+    work = out_dir / WORK_DIR
+    plan_file = work / "kernelnix-plan.json"
+    write_atomic(plan_file, plan.to_json())
+    command = [
+        sys.executable,
+        "-m",
+        "kernelnix",
+        "build-variant",
+        *("--plan", str(plan_file), "--variant", name, "--system", system),
+        *("--source", str(directory), "--out", str(out_dir), "--work-dir", str(work / name)),
+        *(["--jobs", str(jobs)] if jobs else []),
+    ]
+    print(f"+ torch {environment.torch} from {root}", flush=True)
+    done = subprocess.run(command, env=environment_variables(root, dict(os.environ)), check=False)
+    if done.returncode != 0:
+        raise BuildError(f"{name}: the build step failed (exit {done.returncode}, see above)")
+    return out_dir / name

@@ -446,7 +446,7 @@ def build_variant(
     if kernel_git is not None:
         plan = with_kernel_git(plan, kernel_git)
     variant = plan.variant(system, variant_name)
-    reason = why_not_buildable(variant)
+    reason = why_not_buildable(variant, locked_wheels=False)
     if reason:
         raise UserError.single(f"cannot build {variant_name} on this machine: {reason}")
     metadata = metadata_text(variant, toolchain, redistributable, build_policy(redistributable)[0])

@@ -84,9 +84,11 @@ def record_identity(tools: Mapping[str, str]) -> dict[str, Any]:
 
 
 def mismatches(expected: Mapping[str, Any], found: Mapping[str, Any]) -> list[str]:
-    """What differs between two identities, one line each (empty when they agree)."""
+    """Where `found` differs from what `expected` records, one line each (empty when
+    they agree). What `expected` leaves out is not compared: the identity of a variant
+    of locked wheels has no Torch, nor nvcc (nix/toolchains/host/identity.nix)."""
     lines = []
-    for key in sorted({*expected, *found}):
+    for key in sorted(expected):
         want, have = expected.get(key), found.get(key)
         if isinstance(want, Mapping) and isinstance(have, Mapping):
             lines += [f"{key}.{line}" for line in mismatches(want, have)]

@@ -17,6 +17,7 @@ from typing import Any
 
 from kernelnix.checks import policy_names
 from kernelnix.core.version import Version
+from kernelnix.host.environments import locked_environment, not_locked_reason
 from kernelnix.host.system import current_system
 from kernelnix.host.torch_probe import probe
 from kernelnix.plan.model import PlanVariant
@@ -134,15 +135,28 @@ def _backend_reason(variant: PlanVariant, torch: HostTorch) -> str | None:
     return None
 
 
-def why_not_buildable(variant: PlanVariant) -> str | None:
-    """Why `variant` cannot be built on this machine, or None."""
+def why_not_buildable(variant: PlanVariant, *, locked_wheels: bool = True) -> str | None:
+    """Why `variant` cannot be built on this machine, or None.
+
+    A variant whose wheels are locked (kernelnix.host.environments) builds
+    against them; with `locked_wheels=False`, or without them, it needs the
+    build Python's own Torch (and the toolkit on PATH) to fit: the build step's
+    rule, which runs inside the variant's environment.
+    """
     if variant.system != current_system():
         return f"it is for {variant.system}; this machine is {current_system()}"
     if variant.kind == "noarch":
         return None
     if variant.kind == "tvm-ffi":
         return "kernelnix does not build tvm-ffi kernels yet"
+    if locked_wheels and locked_environment(variant) is not None:
+        return None
     torch = host_torch()
-    if torch is None:
-        return f"{sys.executable} has no Torch"
-    return _torch_reason(variant, torch) or _backend_reason(variant, torch)
+    reason = (
+        f"{sys.executable} has no Torch"
+        if torch is None
+        else _torch_reason(variant, torch) or _backend_reason(variant, torch)
+    )
+    if reason and locked_wheels:
+        return f"{reason}, and {not_locked_reason(variant)}"
+    return reason

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kernelnix.host.environments import python_tag
 from kernelnix.host.identity import record_identity
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.system import current_system
@@ -41,8 +42,11 @@ def _tools() -> dict[str, str]:
 def probe_host(plan: Plan) -> dict[str, Any]:
     """This machine, as the host toolchain needs it, for the variants of `plan`."""
     system = current_system()
+    # This Python's own Torch only: the variants of locked wheels are offered by
+    # nix/toolchains/host from the lock of the kernelnix that builds them.
     reasons = {
-        name: why_not_buildable(variant) for name, variant in plan.variants.get(system, {}).items()
+        name: why_not_buildable(variant, locked_wheels=False)
+        for name, variant in plan.variants.get(system, {}).items()
     }
     tools = _tools()
     path = [str(Path(sys.executable).parent), *(str(Path(p).parent) for p in tools.values())]
@@ -51,6 +55,8 @@ def probe_host(plan: Plan) -> dict[str, Any]:
         "schema-version": SCHEMA_VERSION,
         "system": system,
         "python": sys.executable,
+        # Which locked environments (wheel-lock.json `host`) the builders use.
+        "python-tag": python_tag(),
         "torch-version": torch["version"] if torch else None,
         "tools": tools,
         "identity": record_identity(tools),

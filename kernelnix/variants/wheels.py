@@ -404,5 +404,7 @@ def lock(
             result.locked.append(pywheel.describe())
         versions = new["python"].setdefault(pywheel.name, {})
         versions.setdefault(pywheel.version, {})[pywheel.system] = entry
+    if "host" in old:
+        new["host"] = old["host"]  # kernelnix.variants.host_wheels locks it
     write_atomic(path, json.dumps(new, indent=2, sort_keys=True) + "\n")
     return result

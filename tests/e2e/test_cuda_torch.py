@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from nix_projects import clone_worktree, git, nix, nix_environment
-from paths import EXAMPLES, ROOT
+from paths import EXAMPLE_COPY_IGNORE, EXAMPLES, ROOT
 
 from kernelnix.config import load_config
 from kernelnix.plan.build import PlanOptions, build_plan
@@ -145,7 +145,7 @@ def check_variant(cuda_torch: CudaTorch, bundle: Path) -> None:
 
 def test_build_local_against_the_cuda_torch(cuda_torch: CudaTorch, tmp_path: Path) -> None:
     project = tmp_path / "fused-scale"
-    shutil.copytree(EXAMPLES / "fused-scale", project)
+    shutil.copytree(EXAMPLES / "fused-scale", project, ignore=EXAMPLE_COPY_IGNORE)
     done = subprocess.run(
         [cuda_torch.python, "-m", "kernelnix", "build", "--local", str(project),
          "--variant", VARIANT, "--no-progress"],
@@ -160,7 +160,7 @@ def test_nix_build_with_the_host_toolchain(cuda_torch: CudaTorch, tmp_path: Path
     url = clone_worktree(tmp_path / "kernelnix")
     env = {**nix_environment(tmp_path / "registry.json", url), **cuda_torch.env}
     project = tmp_path / "fused-scale"
-    shutil.copytree(EXAMPLES / "fused-scale", project)
+    shutil.copytree(EXAMPLES / "fused-scale", project, ignore=EXAMPLE_COPY_IGNORE)
     # The host record names the CUDA Torch environment: the flake builds with it.
     subprocess.run(
         [cuda_torch.python, "-m", "kernelnix", "generate", str(project), "--kernelnix-url", url],
@@ -225,7 +225,7 @@ def test_a_development_build_has_the_chosen_archs_only_and_is_not_uploaded(
     env.pop("KERNELNIX_COMPILER_LAUNCHER", None)
 
     def build(project: Path) -> None:
-        shutil.copytree(EXAMPLES / "fused-scale", project)
+        shutil.copytree(EXAMPLES / "fused-scale", project, ignore=EXAMPLE_COPY_IGNORE)
         done = subprocess.run(
             [cuda_torch.python, "-m", "kernelnix", "build", "--local", str(project),
              "--variant", VARIANT, "--cuda-archs", "9.0", "--no-progress"],

@@ -12,9 +12,11 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Collection
 from pathlib import Path
 
-from paths import ROOT
+from paths import EXAMPLE_COPY_IGNORE, ROOT
+from wheel_locks import lock_with
 
 GIT_IDENTITY = ["-c", "user.name=kernelnix-tests", "-c", "user.email=tests@kernelnix.invalid"]
 
@@ -25,8 +27,9 @@ def git(cwd: Path, *args: str) -> str:
     ).stdout
 
 
-def clone_worktree(dest: Path) -> str:
-    """Commit a copy of this working tree (tracked and untracked, not ignored) into `dest`."""
+def clone_worktree(dest: Path, build_sets: Collection[str] = ()) -> str:
+    """Commit a copy of this working tree (tracked and untracked, not ignored) into `dest`,
+    whose wheel lock has host environments for `build_sets` only (tests/support/wheel_locks.py)."""
     listed = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     for name in filter(None, listed.split("\0")):
         source = ROOT / name
@@ -34,6 +37,7 @@ def clone_worktree(dest: Path) -> str:
             target = dest / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
+    lock_with(dest / "kernelnix" / "data" / "wheel-lock.json", build_sets)
     git(dest, "init", "-q")
     git(dest, "add", "-A")
     git(dest, "commit", "-q", "-m", "kernelnix under test")
@@ -78,7 +82,7 @@ def make_project(
     generate_options: tuple[str, ...] = (),
 ) -> Path:
     """A copy of `example` with its generated files, staged in a fresh git repository."""
-    shutil.copytree(example, dest, ignore=shutil.ignore_patterns("build", "result", "__pycache__"))
+    shutil.copytree(example, dest, ignore=EXAMPLE_COPY_IGNORE)
     subprocess.run(
         ["kernelnix", "generate", str(dest), "--kernelnix-url", kernelnix_url, *generate_options],
         check=True,

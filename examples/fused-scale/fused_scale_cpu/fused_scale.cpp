@@ -5,7 +5,7 @@
 
 void scale_add(torch::Tensor &out, torch::Tensor const &x, torch::Tensor const &y,
                double alpha) {
-  for (auto const *t : {&x, &y, &out}) {
+  for (torch::Tensor const *t : {&x, &y, const_cast<torch::Tensor const *>(&out)}) {
     TORCH_CHECK(t->device().is_cpu(), "fused_scale: tensors must be on the CPU");
     TORCH_CHECK(t->is_contiguous(), "fused_scale: tensors must be contiguous");
     TORCH_CHECK(t->sizes() == out.sizes() && t->scalar_type() == out.scalar_type(),

@@ -1,6 +1,9 @@
-# The host toolchain: this machine's compilers and the Python environment that
-# has torch. Impure (needs `sandbox = false`), offers only the variants this
-# machine can build, and marks them non-redistributable (`--toolchain host`).
+# The host toolchain: this machine's compilers and Python. Impure (needs
+# `sandbox = false`), offers only the variants this machine can build, and
+# marks them non-redistributable (`--toolchain host`). A variant whose wheels
+# are locked (kernelnix/data/wheel-lock.json, `host`) builds against its own
+# Torch and CUDA toolkit from them (wheels.nix); the others against the Torch
+# of the Python environment that has torch.
 #
 # What this machine can build comes from kernelnix-host.json next to flake.nix,
 # written by `kernelnix generate` (kernelnix.host.record). Without it, kernelnix
@@ -37,6 +40,7 @@
   pythonNativeCheckInputs ? null,
 }:
 let
+  wheels = import ./wheels.nix { inherit kernelnixSrc; };
   recordFile = path + "/kernelnix-host.json";
   regenerate = "run `kernelnix generate` to record this machine's toolchain";
   record =
@@ -74,19 +78,30 @@ let
     in
     builtins.fromJSON (builtins.readFile "${probe}/kernelnix-host.json");
 
-  # Without a record, only the CPU variants of the probe are offered, as before
-  # any record: what `ci-test` can then load with the probed Torch is certain.
+  known = system: if record == null then probed system else record;
+
+  tag = system: (known system).python-tag or null;
+  # The variant's locked wheels (wheels.nix) for the build Python's tag, or null.
+  lockedEntry = system: variant: wheels.entry (tag system) variant;
+
+  # A variant of locked wheels is offered wherever the machine is the
+  # variant's system; the others need the build Python's Torch (the record
+  # says which fit). Without a record, of those only the CPU variants of the
+  # probe: what `ci-test` can then load with the probed Torch is certain.
   notOffered =
     system: name: variant:
     let
-      known = if record == null then probed system else record;
+      machine = known system;
+      hostReason = (machine.not-buildable or { }).${name} or "this machine cannot build it";
     in
-    if known.system != system then
-      "this machine is ${known.system}"
-    else if !builtins.elem name known.variants then
-      (known.not-buildable or { }).${name} or "this machine cannot build it"
+    if machine.system != system then
+      "this machine is ${machine.system}"
+    else if lockedEntry system variant != null then
+      null
+    else if !builtins.elem name machine.variants then
+      "${hostReason}, and ${wheels.missing (tag system) variant}"
     else if record == null && variant.backend != "cpu" then
-      "without kernelnix-host.json only CPU variants are offered; ${regenerate}"
+      "without kernelnix-host.json only CPU variants and variants of locked wheels are offered; ${regenerate}"
     else
       null;
 
@@ -106,15 +121,39 @@ let
       kernelnix = kernelnixSrc;
       inherit torchRequirement;
     }
-    // import ./identity.nix { inherit record; };
+    // identity null;
   };
+  identity = import ./identity.nix { inherit record; };
+  # A variant of locked wheels builds in their environment (setup.sh puts it
+  # on PYTHONPATH, its nvcc on PATH); the others need the host Python's Torch.
   variantEnv =
     {
       system,
       name,
       variant,
     }:
-    hostStep (if variant.kind == "arch" || variant.kind == "tvm-ffi" then variant.torch else "any");
+    let
+      found = lockedEntry system variant;
+      step = hostStep (
+        if found != null then
+          "any"
+        else if variant.kind == "arch" || variant.kind == "tvm-ffi" then
+          variant.torch
+        else
+          "any"
+      );
+    in
+    if found == null then
+      step
+    else
+      step
+      // {
+        env =
+          let
+            wheelEnv = wheels.environment system scriptEnv (wheels.buildSetKey variant) found;
+          in
+          step.env // { inherit wheelEnv; } // identity wheelEnv;
+      };
 in
 {
   name = "host";

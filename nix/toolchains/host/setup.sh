@@ -1,21 +1,30 @@
 # Sourced by the shared variant builder (nix/lib/build-variant.sh) for the
-# host toolchain: this machine's Python (host/env.sh), checked for the Torch
-# version the variant needs, with kernelnix's source on PYTHONPATH; and this
-# machine checked against the recorded identity the derivation is addressed by
-# ($hostIdentity, ./identity.nix), so that a builder with other compilers
-# refuses to build instead of producing what the store path misdescribes.
+# host toolchain: this machine's Python (host/env.sh) with kernelnix's source on
+# PYTHONPATH, and the variant's Torch: its locked wheels' environment when it
+# has one, else the Python's own, checked for the version the variant needs;
+# then this machine checked against the recorded identity the derivation is
+# addressed by ($hostIdentity, ./identity.nix), so that a builder with other
+# compilers refuses to build instead of producing what the store path misdescribes.
 . "$hostEnv"
 
-installed=$("$KERNELNIX_PYTHON" -c \
-  'import importlib.metadata as m; print(".".join(m.version("torch").split("+")[0].split(".")[:2]))')
-case "$torchRequirement" in
-  any) ;;
-  "$installed") ;;
-  *) kernelnix_fail "$variant needs torch $torchRequirement but $KERNELNIX_PYTHON has torch $installed;" \
-       "run \`kernelnix generate\` so the flake offers the variants this machine can build" ;;
-esac
-
-export PYTHONPATH="$kernelnix"
+if [ -n "${wheelEnv:-}" ]; then
+  # The variant's own Torch (and nvcc) from its locked wheels (wheels.nix).
+  export PYTHONPATH="$wheelEnv:$kernelnix"
+  for nvcc in "$wheelEnv"/nvidia/*/bin/nvcc; do
+    if [ -x "$nvcc" ]; then PATH=${nvcc%/nvcc}:$PATH; fi
+  done
+  export PATH
+else
+  installed=$("$KERNELNIX_PYTHON" -c \
+    'import importlib.metadata as m; print(".".join(m.version("torch").split("+")[0].split(".")[:2]))')
+  case "$torchRequirement" in
+    any) ;;
+    "$installed") ;;
+    *) kernelnix_fail "$variant needs torch $torchRequirement but $KERNELNIX_PYTHON has torch $installed;" \
+         "run \`kernelnix generate\` so the flake offers the variants this machine can build" ;;
+  esac
+  export PYTHONPATH="$kernelnix"
+fi
 if [ -n "${hostIdentity:-}" ]; then
   # -B: no bytecode written into kernelnix's source, a store path.
   "$KERNELNIX_PYTHON" -B -m kernelnix.host.identity "$hostIdentity" || exit 1

@@ -1,0 +1,284 @@
+"""A variant's own Torch (and CUDA toolkit), from the locked wheels.
+
+The `host` part of kernelnix/data/wheel-lock.json (kernelnix.variants.host_wheels
+writes it) names, per system, Python tag and build set, the wheels a variant
+builds and imports against. `kernelnix build --local` fetches each wheel once
+into kernelnix's cache (its sha256 checked against the lock), unpacks it once,
+and merges a build set's wheels into an environment of links
+(kernelnix.host.wheel_tree), the `PYTHONPATH` of that variant's build step. The
+host toolchain's Nix derivations do the same in the store
+(nix/toolchains/host/wheels.nix).
+
+Cache layout (`$KERNELNIX_CACHE`, else `$XDG_CACHE_HOME/kernelnix`, else
+`~/.cache/kernelnix`): `wheels/<file>` (only complete, verified files carry
+the wheel's name; a download in progress is `<file>.part`; with Nix the wheel
+moves to the store path of the host toolchain's fetch of it instead),
+`unpacked/<file>/`, `environments/<digest>-<build set>/`.
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import hashlib
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from kernelnix.core.diagnostics import UserError
+from kernelnix.host.wheel_tree import TreeError, find_nvcc, merge, unpack
+from kernelnix.plan.model import PlanVariant
+
+LOCK_FILE = Path(__file__).resolve().parents[1] / "data" / "wheel-lock.json"
+CHUNK = 1 << 20
+TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class LockedWheel:
+    name: str
+    url: str
+    hash: str  # SRI: sha256-<base64>
+
+
+@dataclass(frozen=True)
+class LockedEnvironment:
+    """The wheels of one build set for one system and Python tag."""
+
+    key: str
+    torch: str
+    wheels: tuple[LockedWheel, ...]
+
+    @property
+    def digest(self) -> str:
+        joined = "\n".join(sorted(w.hash for w in self.wheels))
+        return hashlib.sha256(joined.encode()).hexdigest()[:16]
+
+
+def python_tag() -> str:
+    """The wheel tag of the running interpreter (`cp311`)."""
+    return f"cp{sys.version_info.major}{sys.version_info.minor}"
+
+
+def build_set_key(variant: PlanVariant) -> str:
+    """How the lock names a variant's build set (kernelnix.variants.host_wheels)."""
+    version = f"-{variant.backend_version}" if variant.backend_version else ""
+    return f"{variant.torch}-{variant.backend}{version}"
+
+
+def lock_file() -> Path:
+    """kernelnix's wheel lock, or the one `KERNELNIX_WHEEL_LOCK` names (a lock
+    of your own, written by `kernelnix lock-wheels --lock-file`)."""
+    chosen = os.environ.get("KERNELNIX_WHEEL_LOCK")
+    return Path(chosen) if chosen else LOCK_FILE
+
+
+def host_lock() -> dict[str, Any]:
+    return _read_host_lock(lock_file())
+
+
+@cache
+def _read_host_lock(path: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text()).get("host", {})
+    except (OSError, json.JSONDecodeError) as error:
+        raise UserError.single(
+            f"cannot read the wheel lock {path}: {error}",
+            fix="point KERNELNIX_WHEEL_LOCK at a lock written by `kernelnix lock-wheels`, "
+            "or unset it",
+        ) from error
+    return data
+
+
+def locked_environment(
+    variant: PlanVariant, tag: str | None = None, lock: dict[str, Any] | None = None
+) -> LockedEnvironment | None:
+    """The locked environment of a compiled variant, or None (noarch, or not locked)."""
+    if variant.kind in ("noarch", "tvm-ffi"):
+        return None
+    lock = host_lock() if lock is None else lock
+    key = build_set_key(variant)
+    tags = lock.get("environments", {}).get(variant.system, {})
+    entry = tags.get(tag or python_tag(), {}).get(key)
+    if entry is None:
+        return None
+    wheels = lock["wheels"]
+    names = [*entry["wheels"], *entry.get("toolkit", [])]
+    return LockedEnvironment(
+        key=key,
+        torch=entry["torch"],
+        wheels=tuple(LockedWheel(n, wheels[n]["url"], wheels[n]["hash"]) for n in names),
+    )
+
+
+def not_locked_reason(
+    variant: PlanVariant, tag: str | None = None, lock: dict[str, Any] | None = None
+) -> str:
+    """Why the lock holds no environment for `variant` with this Python."""
+    lock = host_lock() if lock is None else lock
+    tag = tag or python_tag()
+    system = variant.system
+    recorded = lock.get("missing", {}).get(system, {}).get(tag, {}).get(build_set_key(variant))
+    if recorded:
+        return str(recorded)
+    if tag not in lock.get("environments", {}).get(system, {}):
+        locked = sorted(lock.get("environments", {}).get(system, {})) or ["none"]
+        return (
+            f"the wheel lock has no environments for {tag} (this Python) on {system}, "
+            f"only for {', '.join(locked)}; run `kernelnix lock-wheels --python {tag}` "
+            "or build with one of those Pythons"
+        )
+    return f"the wheel lock has no {build_set_key(variant)} environment for {tag} on {system}"
+
+
+def cache_dir() -> Path:
+    chosen = os.environ.get("KERNELNIX_CACHE")
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kernelnix"
+
+
+def sri_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(chunk)
+    return "sha256-" + base64.b64encode(digest.digest()).decode()
+
+
+def _download(url: str, part: Path) -> None:
+    """Append the rest of `url` to `part` (a new file, or one an interrupted
+    download left: the server is asked for the remaining bytes)."""
+    have = part.stat().st_size if part.exists() else 0
+    headers = {"User-Agent": "kernelnix", **({"Range": f"bytes={have}-"} if have else {})}
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        response = urllib.request.urlopen(request, timeout=TIMEOUT)
+    except urllib.error.HTTPError as error:
+        if error.code == 416:  # nothing left to fetch: the file is complete
+            return
+        raise
+    with response:
+        # 206: the rest; 200: the server ignored the range and sends it all.
+        mode = "ab" if have and response.status == 206 else "wb"
+        length = response.headers.get("Content-Length")
+        with open(part, mode) as out:
+            start = out.tell()
+            shutil.copyfileobj(response, out, CHUNK)
+            received = out.tell() - start
+    # http.client returns a short body when the connection closes early: the
+    # part is kept for the next try to resume.
+    if length is not None and received < int(length):
+        raise OSError(f"the connection closed after {received} of {length} bytes")
+
+
+def _nix_store(*args: str) -> str | None:
+    """`nix-store ARGS`' output, or None without Nix (or when it fails)."""
+    program = shutil.which("nix-store")
+    if program is None:
+        return None
+    done = subprocess.run([program, *args], capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def store_path(wheel: LockedWheel) -> Path | None:
+    """Where Nix keeps the wheel (the host toolchain's fixed-output fetch of it)."""
+    digest = base64.b64decode(wheel.hash.removeprefix("sha256-")).hex()
+    found = _nix_store("--print-fixed-path", "sha256", digest, wheel.name)
+    return Path(found) if found else None
+
+
+def fetch_wheel(wheel: LockedWheel, cache: Path, log: Callable[[str], None]) -> Path:
+    """The wheel, downloaded when missing and checked against the lock: in the
+    Nix store where Nix is (so `nix build` and `build --local` fetch it once per
+    machine), else in the cache."""
+    path = cache / "wheels" / wheel.name
+    if path.exists():
+        return path
+    stored = store_path(wheel)
+    if stored is not None and stored.exists():
+        return stored
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    log(f"+ fetch {wheel.url}")
+    try:
+        _download(wheel.url, part)
+    except (OSError, http.client.HTTPException) as error:
+        raise _fault(error, f"fetching {wheel.url} into {part}", wheel) from error
+    found = sri_sha256(part)
+    if found != wheel.hash:
+        part.unlink()
+        raise UserError.single(
+            f"{wheel.name} from {wheel.url} has sha256 {found}, but the wheel lock "
+            f"(kernelnix/data/wheel-lock.json) records {wheel.hash}; the download was removed",
+            fix="run the build again (a broken download is fetched anew); if it persists, the "
+            "file on the index changed: run `kernelnix lock-wheels` and review the lock's diff",
+        )
+    os.replace(part, path)
+    if stored is not None and _nix_store("--add-fixed", "sha256", str(path)) == str(stored):
+        path.unlink()
+        return stored
+    return path
+
+
+def _fault(error: Exception, doing: str, wheel: LockedWheel) -> UserError:
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return UserError.single(
+            f"no space left on the device while {doing}; nothing unfinished was kept",
+            fix="free disk space, or point KERNELNIX_CACHE at a larger disk, and run it again",
+        )
+    return UserError.single(
+        f"cannot fetch {wheel.name} ({doing}): {error}",
+        fix="check the network and run it again: a partial download resumes where it stopped",
+    )
+
+
+def materialize(
+    environment: LockedEnvironment, cache: Path | None = None, log: Callable[[str], None] = print
+) -> Path:
+    """The environment's directory in the cache, made when missing."""
+    cache = cache or cache_dir()
+    dest = cache / "environments" / f"{environment.digest}-{environment.key}"
+    if dest.is_dir():
+        return dest
+    unpacked = []
+    for wheel in environment.wheels:
+        archive = fetch_wheel(wheel, cache, log)
+        target = cache / "unpacked" / wheel.name.removesuffix(".whl")
+        if not target.is_dir():
+            log(f"+ unpack {wheel.name}")
+            try:
+                unpack(archive, target)
+            except OSError as error:
+                raise _fault(error, f"unpacking {archive} into {target}", wheel) from error
+            except TreeError as error:
+                archive.unlink()
+                raise UserError.single(
+                    f"{archive}: {error}; the file was removed", fix="run it again"
+                ) from error
+        unpacked.append(target)
+    log(f"+ merge {len(unpacked)} wheels into {dest}")
+    merge(dest, unpacked)
+    return dest
+
+
+def environment_variables(root: Path, base: dict[str, str]) -> dict[str, str]:
+    """`base` with the environment first on PYTHONPATH and its nvcc first on PATH."""
+    kernelnix_root = str(Path(__file__).resolve().parents[2])
+    python_path = [str(root), kernelnix_root, *filter(None, [base.get("PYTHONPATH")])]
+    variables = {**base, "PYTHONPATH": os.pathsep.join(python_path)}
+    nvcc = find_nvcc(root)
+    if nvcc is not None:
+        variables["PATH"] = os.pathsep.join([str(nvcc.parent), base.get("PATH", "")])
+    return variables

@@ -1,0 +1,370 @@
+"""The wheels each variant of the host toolchain builds against, and their lock.
+
+A variant builds against its own Torch, not the build Python's: the Torch wheel
+of its build set, the libraries that Torch loads (`nvidia-*` wheels, which
+`import torch` needs in the import check), and for CUDA the toolkit of the
+variant's CUDA version (nvcc, its headers and cudart, as NVIDIA's wheels).
+`kernelnix lock-wheels` resolves them on PyPI (and the PyTorch index where it
+is reachable) and writes the `host` part of kernelnix/data/wheel-lock.json:
+
+    wheels:        file name -> {url, hash (SRI sha256), size}
+    environments:  system -> Python tag -> build set key -> {torch, wheels, toolkit}
+    missing:       system -> Python tag -> build set key -> why it is not locked
+
+A build set key is `<torch>-<backend>[-<version>]` (`2.13-cuda-13`), the
+same string nix/toolchains/host/wheels.nix forms from a plan variant. A CPU
+build set without a CPU wheel uses the CUDA wheel of the same Torch release:
+same headers, same libtorch_cpu and c10 (a CPU variant links nothing else).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import urllib.parse
+import zipfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion
+from packaging.version import Version as WheelVersion
+
+from kernelnix.core.fileio import write_atomic
+from kernelnix.core.version import Version
+from kernelnix.variants.matrix import matrix_data
+from kernelnix.variants.wheels import (
+    IndexFile,
+    LockResult,
+    open_wheel,
+    read_index,
+    read_lock,
+    sri,
+    torch_build_version,
+)
+
+# Requirements of Torch that a build or `import torch` needs as wheels: the CUDA
+# libraries. Triton, cuda-bindings and Torch's pure-Python requirements are the
+# build Python's (kernelnix.host.environments says which it lacks).
+LOCKED_PREFIXES = ("nvidia-", "cuda-toolkit")
+# What a CUDA build needs of NVIDIA's `cuda-toolkit` wheel, as its extras.
+TOOLKIT_EXTRAS = ("nvcc", "cudart", "cccl", "crt", "nvvm")
+SUPPORTED_BACKENDS = ("cpu", "cuda")
+HOST_SYSTEMS = {"x86_64-linux": "x86_64"}
+DEFAULT_PYTHON_TAGS = ("cp311", "cp312", "cp313")
+LOCK_COMMAND = "kernelnix lock-wheels"
+
+
+def build_set_key(torch: str, backend: str, version: str | None) -> str:
+    """`2.13-cuda-13`, `2.15-cuda-13.2`, `2.13-cpu`: how the lock names a build set,
+    with the version as the plan writes it (no trailing zeros)."""
+    return f"{torch}-{backend}" + (f"-{Version.parse(version)}" if version else "")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The platform a wheel set is resolved for."""
+
+    system: str
+    python: str  # cp311
+
+    @property
+    def arch(self) -> str:
+        return HOST_SYSTEMS[self.system]
+
+    def marker_environment(self, extra: str = "") -> dict[str, str]:
+        version = f"{self.python[2]}.{self.python[3:]}"
+        environment = {str(k): str(v) for k, v in default_environment().items()}
+        environment.update(
+            python_version=version,
+            python_full_version=f"{version}.0",
+            sys_platform="linux",
+            platform_system="Linux",
+            platform_machine=self.arch,
+            os_name="posix",
+            implementation_name="cpython",
+            platform_python_implementation="CPython",
+            extra=extra,
+        )
+        return environment
+
+    def accepts(self, filename: str) -> bool:
+        """Whether a wheel file installs on this target."""
+        try:
+            _, _, _, tags = parse_wheel_filename(filename)
+        except ValueError:
+            return False
+        return any(
+            tag.interpreter in (self.python, "py3", "py2.py3")
+            and tag.abi in (self.python, "abi3", "none")
+            and (tag.platform == "any" or _linux_platform(tag.platform, self.arch))
+            for tag in tags
+        )
+
+
+def _linux_platform(platform: str, arch: str) -> bool:
+    return bool(re.fullmatch(rf"(manylinux_\d+_\d+|manylinux\d+|linux)_{arch}", platform))
+
+
+@dataclass
+class Resolution:
+    """One environment: file names of the wheels, in install order."""
+
+    torch: str
+    wheels: list[str] = field(default_factory=list)
+    toolkit: list[str] = field(default_factory=list)
+
+
+class Resolver:
+    """Finds wheels on the simple index pages and follows their requirements."""
+
+    def __init__(self, pypi: str, log: Callable[[str], None]) -> None:
+        self.pypi = pypi
+        self.log = log
+        self.files: dict[str, IndexFile] = {}
+
+    def index(self, name: str) -> list[IndexFile]:
+        return read_index(self.pypi.replace("{name}", str(canonicalize_name(name))))
+
+    def metadata(self, file: IndexFile) -> list[str]:
+        return _requires_dist(file.url)
+
+    def best(self, name: str, specifier: SpecifierSet, target: Target) -> IndexFile | None:
+        """The newest wheel of `name` that `specifier` allows and `target` installs."""
+        found: list[tuple[WheelVersion, IndexFile]] = []
+        for file in self.index(name):
+            if not file.filename.endswith(".whl") or not target.accepts(file.filename):
+                continue
+            try:
+                version = parse_wheel_filename(file.filename)[1]
+            except (ValueError, InvalidVersion):
+                continue
+            if specifier.contains(version, prereleases=True):
+                found.append((version, file))
+        return max(found, key=lambda item: item[0])[1] if found else None
+
+    def closure(
+        self, roots: Iterable[Requirement], target: Target, chosen: dict[str, str]
+    ) -> list[str] | str:
+        """The wheels of `roots` and of what they require (only the locked kinds),
+        one version per project: those already `chosen` (name -> file name) stay
+        when they satisfy a later requirement. The new file names in the order
+        found, or the reason one cannot be found."""
+        added: list[str] = []
+        pending = list(roots)
+        while pending:
+            requirement = pending.pop(0)
+            name = str(canonicalize_name(requirement.name))
+            if name in chosen:
+                version = parse_wheel_filename(chosen[name])[1]
+                if not requirement.specifier.contains(version, prereleases=True):
+                    return f"{requirement} conflicts with {chosen[name]}"
+                if requirement.extras:
+                    # Extras asked for now (cuda-toolkit[nvcc]) add requirements.
+                    lines = self.metadata(self.files[chosen[name]])
+                    pending.extend(self.locked_requirements(lines, target, requirement.extras))
+                continue
+            file = self.best(requirement.name, requirement.specifier, target)
+            if file is None:
+                return f"no wheel of {requirement} for {target.python} {target.system} on PyPI"
+            self.files.setdefault(file.filename, file)
+            chosen[name] = file.filename
+            added.append(file.filename)
+            pending.extend(
+                self.locked_requirements(self.metadata(file), target, requirement.extras)
+            )
+        return added
+
+    def locked_requirements(
+        self, lines: Iterable[str], target: Target, extras: Iterable[str] = ()
+    ) -> list[Requirement]:
+        """The requirements among `lines` that apply to `target` and are locked."""
+        chosen = []
+        for line in lines:
+            requirement = Requirement(line)
+            if not requirement.name.startswith(LOCKED_PREFIXES):
+                continue
+            marker = requirement.marker
+            if marker is None or any(
+                marker.evaluate(target.marker_environment(extra)) for extra in ("", *extras)
+            ):
+                chosen.append(requirement)
+        return chosen
+
+
+@functools.cache
+def _requires_dist(url: str) -> list[str]:
+    """The Requires-Dist lines of a wheel's METADATA (read remotely)."""
+    with open_wheel(url) as wheel:
+        name = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        text = wheel.read(name).decode()
+    return [
+        line.removeprefix("Requires-Dist:").strip()
+        for line in text.splitlines()
+        if line.startswith("Requires-Dist:")
+    ]
+
+
+def torch_files(resolver: Resolver, release: str, target: Target) -> list[tuple[str, IndexFile]]:
+    """(build version, file) of every Torch wheel of `release` for `target` on PyPI."""
+    pattern = re.compile(rf"torch-{re.escape(release)}(-\d+)?-.*\.whl")
+    found = []
+    for file in resolver.index("torch"):
+        name = urllib.parse.unquote(file.filename)
+        if not pattern.fullmatch(name) or not target.accepts(name):
+            continue
+        try:
+            built = torch_build_version(file.url)
+        except (OSError, zipfile.BadZipFile) as error:
+            resolver.log(f"  {file.url}: cannot read torch/version.py: {error}")
+            continue
+        if built:
+            found.append((built, file))
+    return found
+
+
+def resolve_build_set(
+    resolver: Resolver,
+    build_set: dict[str, Any],
+    release: str,
+    target: Target,
+) -> Resolution | str:
+    """The environment of one build set, or why it cannot be locked."""
+    backend, version = build_set["backend"], build_set.get("version")
+    wanted = f"cu{version.replace('.', '')}" if backend == "cuda" and version else None
+    torches = torch_files(resolver, release, target)
+    flavors = {built.partition("+")[2] or "cpu": file for built, file in torches}
+    if wanted is not None:
+        file = flavors.get(wanted)
+    else:
+        # A CPU wheel when there is one; else the CUDA build of the same release.
+        file = flavors.get("cpu") or next(iter(sorted(flavors.items())), (None, None))[1]
+    if file is None:
+        served = ", ".join(sorted(flavors)) or "none"
+        wheel = f"torch {release}+{wanted or 'cpu'} ({target.python})"
+        return (
+            f"{wheel} is not locked: PyPI serves {served} for {target.system}; "
+            f"run `{LOCK_COMMAND}` on a machine that reaches the PyTorch index"
+        )
+    built = next(b for b, f in torches if f is file)
+    resolver.files[file.filename] = file
+    chosen = {"torch": file.filename}
+    requirements = resolver.locked_requirements(resolver.metadata(file), target)
+    resolution = Resolution(torch=built, wheels=[file.filename])
+    if backend == "cuda":
+        # The toolkit first: its pins win over the libraries' looser requirements.
+        toolkit = _toolkit(resolver, built, version or "", requirements, target, chosen)
+        if isinstance(toolkit, str):
+            return toolkit
+        resolution.toolkit = toolkit
+    libraries = resolver.closure(requirements, target, chosen)
+    if isinstance(libraries, str):
+        return libraries
+    resolution.wheels.extend(libraries)
+    return resolution
+
+
+def _toolkit(
+    resolver: Resolver,
+    built: str,
+    version: str,
+    requirements: list[Requirement],
+    target: Target,
+    chosen: dict[str, str],
+) -> list[str] | str:
+    """The nvcc wheels of the cuda-toolkit release Torch pins, or why not."""
+    pins = [r for r in requirements if r.name == "cuda-toolkit"]
+    if not pins:
+        return f"torch {built} names no cuda-toolkit version to take nvcc from"
+    pin = pins[0].specifier
+    compiler = Requirement(f"cuda-toolkit[{','.join(TOOLKIT_EXTRAS)}]{pin}")
+    toolkit = resolver.closure([compiler], target, chosen)
+    if isinstance(toolkit, str):
+        return toolkit
+    nvcc = next((n for n in toolkit if n.startswith("nvidia_cuda_nvcc")), None)
+    nvcc_version = str(parse_wheel_filename(nvcc)[1]) if nvcc else "none"
+    if not nvcc_version.startswith(f"{version}."):
+        return f"torch {built} pins cuda-toolkit {pin}, whose nvcc is {nvcc_version}"
+    return toolkit
+
+
+def lock_host(
+    matrix: dict[str, Any],
+    pypi: str,
+    python_tags: Iterable[str],
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """The `host` part of the wheel lock, resolved anew."""
+    resolver = Resolver(pypi, log)
+    releases = matrix["hermetic"]["torch-releases"]
+    environments: dict[str, Any] = {}
+    missing: dict[str, Any] = {}
+    for system in HOST_SYSTEMS:
+        for python in python_tags:
+            target = Target(system, python)
+            for build_set in matrix["build-sets"]:
+                if system not in build_set["systems"]:
+                    continue
+                if build_set["backend"] not in SUPPORTED_BACKENDS:
+                    continue
+                key = build_set_key(
+                    build_set["torch"], build_set["backend"], build_set.get("version")
+                )
+                log(f"resolving {key} for {python} {system}")
+                found = resolve_build_set(resolver, build_set, releases[build_set["torch"]], target)
+                if isinstance(found, str):
+                    missing.setdefault(system, {}).setdefault(python, {})[key] = found
+                    continue
+                environments.setdefault(system, {}).setdefault(python, {})[key] = {
+                    "torch": found.torch,
+                    "wheels": found.wheels,
+                    "toolkit": found.toolkit,
+                }
+    used = {
+        name
+        for tags in environments.values()
+        for sets in tags.values()
+        for entry in sets.values()
+        for name in (*entry["wheels"], *entry["toolkit"])
+    }
+    wheels = {
+        name: {"url": file.url, "hash": sri(_sha256(file))}
+        for name, file in sorted(resolver.files.items())
+        if name in used
+    }
+    return {"wheels": wheels, "environments": environments, "missing": missing}
+
+
+def lock_host_file(
+    path: Path,
+    pypi: str,
+    python_tags: Iterable[str],
+    log: Callable[[str], None],
+    matrix: dict[str, Any] | None = None,
+) -> LockResult:
+    """Resolve the host part of the lock file at `path` anew and write it; the
+    rest of the file stays. Locked environments, and the build sets not locked with why."""
+    host = lock_host(matrix or matrix_data(), pypi, python_tags, log)
+    data = read_lock(path)
+    data["host"] = host
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    result = LockResult(data, [], [], [])
+    for system, tags in host["environments"].items():
+        for python, sets in tags.items():
+            result.locked.extend(f"{key} {python} {system} environment" for key in sets)
+    for system, tags in host["missing"].items():
+        for python, sets in tags.items():
+            result.missing.extend(f"{key} {python} {system}: {why}" for key, why in sets.items())
+    return result
+
+
+def _sha256(file: IndexFile) -> str:
+    if file.sha256 is None:
+        raise OSError(f"{file.url}: the index publishes no sha256 for it")
+    return file.sha256

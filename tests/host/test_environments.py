@@ -1,0 +1,205 @@
+"""kernelnix.host.environments: the lock's environments of a variant, and fetching
+wheels for `build --local` from a real HTTP server on 127.0.0.1: a hash that does
+not match the lock, an interrupted download (resumed with a range request), a
+Python the lock has no environment for, and a full disk (a 1 MiB tmpfs)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from paths import EXAMPLE_COPY_IGNORE, EXAMPLES
+
+from kernelnix.core.diagnostics import UserError
+from kernelnix.host import environments
+from kernelnix.host.environments import (
+    LockedWheel,
+    fetch_wheel,
+    locked_environment,
+    not_locked_reason,
+)
+from kernelnix.plan.model import PlanVariant
+
+WHEEL = b"PK" + bytes(range(256)) * 400  # about 100 kB
+
+
+@dataclass
+class Server:
+    url: str
+    # Bytes sent before the connection is cut, per request (None: the whole file).
+    cut_after: list[int | None] = field(default_factory=list)
+    ranges: list[str | None] = field(default_factory=list)
+
+
+def _handler(server: Server) -> type[http.server.BaseHTTPRequestHandler]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            requested = self.headers.get("Range")
+            server.ranges.append(requested)
+            start = int(requested.removeprefix("bytes=").rstrip("-")) if requested else 0
+            body = WHEEL[start:]
+            self.send_response(206 if requested else 200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            cut = server.cut_after.pop(0) if server.cut_after else None
+            self.wfile.write(body if cut is None else body[:cut])
+            self.wfile.flush()
+            if cut is not None:
+                self.connection.shutdown(2)
+
+    return Handler
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    state = Server(url="")
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/demo-1.0-py3-none-any.whl"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield state
+    httpd.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def no_nix_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wheels here are not in the Nix store, and must not be put there."""
+    monkeypatch.setattr(environments, "store_path", lambda wheel: None)
+
+
+def sri(data: bytes) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(data).digest()).decode()
+
+
+def wheel(server: Server, content: bytes = WHEEL) -> LockedWheel:
+    return LockedWheel("demo-1.0-py3-none-any.whl", server.url, sri(content))
+
+
+def test_a_wheel_is_fetched_once_and_checked(server: Server, tmp_path: Path) -> None:
+    lines: list[str] = []
+    path = fetch_wheel(wheel(server), tmp_path, lines.append)
+    assert path.read_bytes() == WHEEL
+    assert fetch_wheel(wheel(server), tmp_path, lines.append) == path
+    assert len(server.ranges) == 1 and lines == [f"+ fetch {server.url}"]
+
+
+def test_a_hash_that_does_not_match_the_lock_is_refused(server: Server, tmp_path: Path) -> None:
+    with pytest.raises(UserError) as raised:
+        fetch_wheel(wheel(server, b"other bytes"), tmp_path, print)
+    message = raised.value.render()
+    assert "has sha256" in message and "but the wheel lock" in message
+    assert "kernelnix lock-wheels" in message
+    # Nothing is kept that a later build could take for the wheel.
+    assert list((tmp_path / "wheels").iterdir()) == []
+
+
+def test_an_interrupted_download_resumes(server: Server, tmp_path: Path) -> None:
+    server.cut_after = [30_000]
+    with pytest.raises(UserError) as raised:
+        fetch_wheel(wheel(server), tmp_path, print)
+    assert "a partial download resumes" in raised.value.render()
+    part = tmp_path / "wheels" / "demo-1.0-py3-none-any.whl.part"
+    assert part.stat().st_size == 30_000
+    assert not (tmp_path / "wheels" / "demo-1.0-py3-none-any.whl").exists()
+    path = fetch_wheel(wheel(server), tmp_path, print)
+    assert path.read_bytes() == WHEEL
+    assert server.ranges == [None, "bytes=30000-"]
+
+
+def test_a_lock_that_cannot_be_read_is_an_error_with_exit_2(tmp_path: Path) -> None:
+    """What a user sees: one error naming the file and the fix, no traceback, exit 2."""
+    project = tmp_path / "relu"
+    shutil.copytree(EXAMPLES / "relu", project, ignore=EXAMPLE_COPY_IGNORE)
+    lock = tmp_path / "lock.json"
+    lock.write_text("{not json")
+    done = subprocess.run(
+        ["kernelnix", "build", "--local", str(project)],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "KERNELNIX_WHEEL_LOCK": str(lock)},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"cannot read the wheel lock {lock}" in done.stderr
+    assert "KERNELNIX_WHEEL_LOCK" in done.stderr
+    assert not (project / "build").exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_full_disk_is_a_clear_error(server: Server, small_disk: Path) -> None:
+    with pytest.raises(UserError) as raised:
+        fetch_wheel(wheel(server), small_disk, print)
+    assert "no space left on the device" in raised.value.render()
+    assert "KERNELNIX_CACHE" in raised.value.render()
+    assert not (small_disk / "wheels" / "demo-1.0-py3-none-any.whl").exists()
+
+
+def variant(torch: str, backend: str, version: str | None) -> PlanVariant:
+    return PlanVariant.model_validate(
+        {
+            "system": "x86_64-linux", "kind": "arch", "torch": torch, "backend": backend,
+            "backend-version": version, "bundle": True, "archs": None, "kernels": {},
+            "compile": {}, "metadata": {}, "ops-id": "_x", "stable-abi": None, "tvm-ffi": None,
+            "macos-deployment-target": None,
+        }
+    )  # fmt: skip
+
+
+LOCK = {
+    "wheels": {
+        "torch-2.14.1-cp311.whl": {"url": "https://example.invalid/t.whl", "hash": "sha256-x"},
+        "nvcc.whl": {"url": "https://example.invalid/n.whl", "hash": "sha256-y"},
+    },
+    "environments": {
+        "x86_64-linux": {
+            "cp311": {
+                "2.14-cuda-13": {
+                    "torch": "2.14.1+cu130",
+                    "wheels": ["torch-2.14.1-cp311.whl"],
+                    "toolkit": ["nvcc.whl"],
+                }
+            }
+        }
+    },
+    "missing": {"x86_64-linux": {"cp311": {"2.14-cuda-12.6": "torch 2.14.1+cu126 is not locked"}}},
+}
+
+
+def test_a_variant_finds_its_environment_by_build_set() -> None:
+    found = locked_environment(variant("2.14", "cuda", "13"), "cp311", LOCK)
+    assert found is not None and found.torch == "2.14.1+cu130"
+    assert [w.name for w in found.wheels] == ["torch-2.14.1-cp311.whl", "nvcc.whl"]
+    assert locked_environment(variant("2.14", "cuda", "12.6"), "cp311", LOCK) is None
+
+
+def test_why_a_variant_has_no_environment() -> None:
+    recorded = not_locked_reason(variant("2.14", "cuda", "12.6"), "cp311", LOCK)
+    assert recorded == "torch 2.14.1+cu126 is not locked"
+    other_python = not_locked_reason(variant("2.14", "cuda", "13"), "cp39", LOCK)
+    assert "no environments for cp39 (this Python)" in other_python
+    assert "only for cp311" in other_python
+    assert "kernelnix lock-wheels --python cp39" in other_python

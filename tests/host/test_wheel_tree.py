@@ -1,0 +1,120 @@
+"""kernelnix.host.wheel_tree on real zip files: unpacking keeps executable bits and
+refuses entries outside the wheel; merging links one wheel's directories whole,
+fills shared ones entry by entry, hard-links programs, adds linker names and
+nvcc's lib64; a failure leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kernelnix.host import wheel_tree
+from kernelnix.host.wheel_tree import TreeError, find_nvcc, merge, unpack
+
+
+def make_wheel(path: Path, files: dict[str, tuple[bytes, int]]) -> Path:
+    """A zip file with `name -> (content, mode)` entries, as wheels store them."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, (content, mode) in files.items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o100000 | mode) << 16
+            archive.writestr(info, content)
+    return path
+
+
+@pytest.fixture
+def toolkit(tmp_path: Path) -> list[Path]:
+    """Three unpacked wheels shaped like NVIDIA's CUDA 13 ones."""
+    nvcc = make_wheel(tmp_path / "nvcc.whl", {
+        "nvidia/__init__.py": (b"", 0o644),
+        "nvidia/cu13/bin/nvcc": (b"#!/bin/sh\n", 0o755),
+        "nvidia/cu13/bin/crt/link.stub": (b"stub", 0o644),
+        "nvidia_cuda_nvcc-13.0.88.dist-info/METADATA": (b"Name: nvidia-cuda-nvcc\n", 0o644),
+    })  # fmt: skip
+    runtime = make_wheel(tmp_path / "runtime.whl", {
+        "nvidia/__init__.py": (b"", 0o644),
+        "nvidia/cu13/include/cuda_runtime.h": (b"/* runtime */", 0o644),
+        "nvidia/cu13/lib/libcudart.so.13": (b"\x7fELF", 0o755),
+        "nvidia/cu13/lib/libcudart_static.a": (b"!<arch>", 0o644),
+    })  # fmt: skip
+    torch = make_wheel(tmp_path / "torch.whl", {
+        "torch/__init__.py": (b"", 0o644),
+        "torch/lib/libc10.so": (b"\x7fELF", 0o755),
+    })  # fmt: skip
+    return [unpack(w, tmp_path / "unpacked" / w.stem) for w in (nvcc, runtime, torch)]
+
+
+def test_unpack_keeps_executable_bits(toolkit: list[Path]) -> None:
+    nvcc = toolkit[0] / "nvidia" / "cu13" / "bin" / "nvcc"
+    assert os.access(nvcc, os.X_OK)
+    assert not os.access(toolkit[0] / "nvidia" / "cu13" / "bin" / "crt" / "link.stub", os.X_OK)
+
+
+def test_unpack_refuses_an_entry_outside_the_wheel(tmp_path: Path) -> None:
+    bad = make_wheel(tmp_path / "bad.whl", {"../escaped": (b"x", 0o644)})
+    with pytest.raises(TreeError, match="outside its root"):
+        unpack(bad, tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "escaped").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.whl"]
+
+
+def test_unpack_refuses_a_file_that_is_not_a_zip(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.whl"
+    broken.write_bytes(b"not a zip")
+    with pytest.raises(TreeError, match="is not a wheel"):
+        unpack(broken, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_merge_links_single_trees_and_fills_shared_ones(
+    toolkit: list[Path], tmp_path: Path
+) -> None:
+    env = merge(tmp_path / "env", toolkit)
+    root = env / "nvidia" / "cu13"
+    # Only torch has torch/: one link. nvidia/cu13 is shared: a directory.
+    assert (env / "torch").is_symlink()
+    assert root.is_dir() and not root.is_symlink()
+    assert (root / "include").is_symlink()  # only the runtime wheel has include/
+    # Programs are hard links: nvcc finds ../include and ../lib64 from its own path.
+    nvcc = root / "bin" / "nvcc"
+    assert not nvcc.is_symlink() and nvcc.stat().st_nlink == 2
+    assert (root / "bin" / "crt" / "link.stub").read_bytes() == b"stub"
+    # The linker's names: libcudart.so beside libcudart.so.13, lib64 -> lib.
+    assert os.readlink(root / "lib" / "libcudart.so") == "libcudart.so.13"
+    assert os.readlink(root / "lib64") == "lib"
+    assert (root / "lib64" / "libcudart_static.a").is_file()
+    assert find_nvcc(env) == nvcc
+    # The same file in two wheels: one entry.
+    assert (env / "nvidia" / "__init__.py").is_symlink()
+
+
+def test_merge_of_a_missing_tree_leaves_nothing(toolkit: list[Path], tmp_path: Path) -> None:
+    with pytest.raises(TreeError, match="not unpacked"):
+        merge(tmp_path / "env", [*toolkit, tmp_path / "missing"])
+    assert not (tmp_path / "env").exists()
+    assert [p for p in tmp_path.iterdir() if p.name.startswith(".env")] == []
+
+
+def test_the_script_runs_without_kernelnix(toolkit: list[Path], tmp_path: Path) -> None:
+    """Nix runs the file as a script, in a Python that may not have kernelnix."""
+    script = Path(wheel_tree.__file__)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-I", script, "merge", tmp_path / "env", *toolkit],
+        capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    nvcc = subprocess.run(
+        [sys.executable, "-I", script, "nvcc", tmp_path / "env"], capture_output=True, text=True
+    )
+    assert nvcc.stdout.strip() == str(tmp_path / "env" / "nvidia" / "cu13" / "bin" / "nvcc")
+    again = subprocess.run(
+        [sys.executable, "-I", script, "merge", tmp_path / "env", *toolkit],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert again.returncode == 1 and "exists already" in again.stderr

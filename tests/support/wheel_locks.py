@@ -1,0 +1,33 @@
+"""Wheel locks with fewer host environments, for tests that build with real Nix.
+
+A kernel's bundle holds every variant whose wheels are locked
+(kernelnix/data/wheel-lock.json, `host`): with the whole lock, each test
+project would fetch about 6 GB and build six variants. Tests build from a copy
+of the lock that keeps only the build sets they are about (none by default:
+then only the variants of the build Python's own Torch are offered, as
+without a lock), through KERNELNIX_WHEEL_LOCK (Python) and the kernelnix
+clone's own lock file (Nix).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from pathlib import Path
+
+from paths import ROOT
+
+LOCK = ROOT / "kernelnix" / "data" / "wheel-lock.json"
+
+
+def lock_with(dest: Path, build_sets: Collection[str] = ()) -> Path:
+    """Write to `dest` kernelnix's wheel lock with only `build_sets` (`2.14-cuda-13`)."""
+    data = json.loads(LOCK.read_text())
+    host = data.get("host", {})
+    for tags in host.get("environments", {}).values():
+        for sets in tags.values():
+            for key in [k for k in sets if k not in build_sets]:
+                del sets[key]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return dest

@@ -1,0 +1,188 @@
+"""kernelnix.variants.host_wheels against a package index served on 127.0.0.1
+(PEP 691 JSON pages and real wheel files): Torch's CUDA flavor read from its
+torch/version.py, its requirements followed with markers and extras, the pins
+of cuda-toolkit winning over looser requirements, nvcc of the pinned release,
+CPU sets on the CUDA wheel, and the reason for a build set PyPI lacks."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import json
+import threading
+import zipfile
+from collections.abc import Iterator
+
+import pytest
+
+from kernelnix.variants.host_wheels import build_set_key, lock_host
+
+LINUX = 'platform_system == "Linux"'
+
+
+def wheel(
+    name: str, version: str, tag: str, requires: list[str], files: dict[str, str]
+) -> tuple[str, bytes]:
+    dist = f"{name.replace('-', '_')}-{version}"
+    filename = f"{dist}-{tag}.whl"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        metadata = [
+            f"Name: {name}",
+            f"Version: {version}",
+            *(f"Requires-Dist: {r}" for r in requires),
+        ]
+        archive.writestr(f"{dist}.dist-info/METADATA", "\n".join(metadata) + "\n")
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return filename, buffer.getvalue()
+
+
+MANYLINUX = "py3-none-manylinux_2_27_x86_64"
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+PACKAGES = {
+    "torch": [
+        wheel(
+            "torch",
+            "2.13.0",
+            "cp311-cp311-manylinux_2_28_x86_64",
+            [
+                "filelock",
+                "sympy>=1.13.3",
+                f"cuda-toolkit[cublas,cudart]==13.0.3; {LINUX}",
+                f"nvidia-cudnn-cu13==9.20.0.48; {LINUX}",
+                f'triton==3.7.1; {LINUX} and python_version < "3.15"',
+                'nvidia-never==1.0; platform_system == "Windows"',
+            ],
+            {"torch/version.py": "__version__ = '2.13.0+cu130'\ncuda = '13.0'\n"},
+        ),
+    ],
+    "cuda-toolkit": [
+        wheel(
+            "cuda-toolkit",
+            "13.0.3.0",
+            "py2.py3-none-any",
+            [
+                'nvidia-cublas==13.1.1.3.*; sys_platform == "linux" and extra == "cublas"',
+                'nvidia-cuda-runtime==13.0.96.*; sys_platform == "linux" and extra == "cudart"',
+                'nvidia-cuda-nvcc==13.0.88.*; sys_platform == "linux" and extra == "nvcc"',
+                'nvidia-cuda-runtime==13.0.96.*; sys_platform == "linux" and extra == "nvcc"',
+            ],
+            {},
+        ),
+    ],
+    "nvidia-cublas": [
+        wheel("nvidia-cublas", "13.1.1.3", MANYLINUX, [], {}),
+        wheel("nvidia-cublas", "13.10.0.20", MANYLINUX, [], {}),
+    ],
+    "nvidia-cudnn-cu13": [
+        wheel("nvidia-cudnn-cu13", "9.20.0.48", MANYLINUX, ["nvidia-cublas"], {}),
+    ],
+    "nvidia-cuda-runtime": [wheel("nvidia-cuda-runtime", "13.0.96", MANYLINUX, [], {})],
+    "nvidia-cuda-nvcc": [
+        wheel("nvidia-cuda-nvcc", "13.0.88", MANYLINUX, [], {}),
+        wheel("nvidia-cuda-nvcc", "13.0.88", "py3-none-win_amd64", [], {}),
+    ],
+}
+
+
+@pytest.fixture
+def index() -> Iterator[str]:
+    files = {name: data for wheels in PACKAGES.values() for name, data in wheels}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_HEAD(self) -> None:
+            self.do_GET(head=True)
+
+        def do_GET(self, head: bool = False) -> None:
+            parts = self.path.strip("/").split("/")
+            if parts[0] == "simple":
+                project = PACKAGES.get(parts[1], [])
+                listed = [
+                    {"filename": n, "url": f"/files/{n}", "hashes": {"sha256": sha256(d)}}
+                    for n, d in project
+                ]
+                page = {"meta": {"api-version": "1.0"}, "name": parts[1], "files": listed}
+                body = json.dumps(page).encode()
+                status, headers = 200, {"Content-Type": "application/vnd.pypi.simple.v1+json"}
+            else:
+                data = files[parts[1]]
+                start, end = 0, len(data) - 1
+                if "Range" in self.headers:
+                    first, last = self.headers["Range"].removeprefix("bytes=").split("-")
+                    start, end = int(first), min(int(last), len(data) - 1)
+                body, status, headers = (
+                    data[start : end + 1],
+                    206 if "Range" in self.headers else 200,
+                    {},
+                )
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(files[parts[1]]) if head else len(body)))
+            self.end_headers()
+            if not head:
+                self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/simple/{{name}}/"
+    server.shutdown()
+
+
+MATRIX = {
+    "hermetic": {"torch-releases": {"2.13": "2.13.0"}},
+    "build-sets": [
+        {"torch": "2.13", "backend": "cpu", "systems": ["x86_64-linux"]},
+        {"torch": "2.13", "backend": "cuda", "version": "13.0", "systems": ["x86_64-linux"]},
+        {"torch": "2.13", "backend": "cuda", "version": "12.6", "systems": ["x86_64-linux"]},
+        {"torch": "2.13", "backend": "rocm", "version": "7.1", "systems": ["x86_64-linux"]},
+    ],
+}
+
+
+def test_lock_host_resolves_each_build_set(index: str) -> None:
+    lock = lock_host(MATRIX, index, ["cp311"], log=lambda line: None)
+    sets = lock["environments"]["x86_64-linux"]["cp311"]
+    torch = "torch-2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    cublas = f"nvidia_cublas-13.1.1.3-{MANYLINUX}.whl"  # the pin, not the newer 13.10
+    cudnn = f"nvidia_cudnn_cu13-9.20.0.48-{MANYLINUX}.whl"
+    runtime = f"nvidia_cuda_runtime-13.0.96-{MANYLINUX}.whl"
+    toolkit = "cuda_toolkit-13.0.3.0-py2.py3-none-any.whl"
+    nvcc = f"nvidia_cuda_nvcc-13.0.88-{MANYLINUX}.whl"
+    # A CPU set on the CUDA wheel of the release: Torch and what it loads.
+    assert sets["2.13-cpu"] == {
+        "torch": "2.13.0+cu130",
+        "wheels": [torch, toolkit, cudnn, cublas, runtime],
+        "toolkit": [],
+    }
+    # A CUDA set: the toolkit's pins first, then the libraries; no triton, no Windows-only.
+    assert sets["2.13-cuda-13"] == {
+        "torch": "2.13.0+cu130",
+        "wheels": [torch, cudnn, cublas],
+        "toolkit": [toolkit, runtime, nvcc],
+    }
+    assert "2.13-rocm-7.1" not in sets
+    reason = lock["missing"]["x86_64-linux"]["cp311"]["2.13-cuda-12.6"]
+    assert reason.startswith("torch 2.13.0+cu126 (cp311) is not locked: PyPI serves cu130")
+    assert "kernelnix lock-wheels" in reason
+    # Every wheel named is recorded once, with the index's sha256 as an SRI hash.
+    named = {n for s in sets.values() for n in (*s["wheels"], *s["toolkit"])}
+    assert set(lock["wheels"]) == named
+    assert all(w["hash"].startswith("sha256-") for w in lock["wheels"].values())
+
+
+def test_a_build_set_key_is_the_plan_version() -> None:
+    assert build_set_key("2.13", "cuda", "13.0") == "2.13-cuda-13"
+    assert build_set_key("2.15", "cuda", "13.2") == "2.15-cuda-13.2"
+    assert build_set_key("2.13", "xpu", "2026.1.0") == "2.13-xpu-2026.1"
+    assert build_set_key("2.13", "cpu", None) == "2.13-cpu"
