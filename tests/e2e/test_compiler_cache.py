@@ -44,7 +44,7 @@ def test_an_edited_cu_file_is_the_only_one_compiled_again(tmp_path: Path) -> Non
     cache = new_cache(tmp_path / "ccache")
     compiled, served = build_with_cache(project, env, VARIANT, cache, PYTHON)
     binding = "torch-ext/torch_binding.cpp"
-    assert compiled == [binding, "fused_scale_cuda/dispatch.cu", "fused_scale_cuda/kernels.cu"]
+    assert compiled == ["fused_scale_cuda/dispatch.cu", "fused_scale_cuda/kernels.cu", binding]
     assert served == []
 
     edited = project / "fused_scale_cuda" / "kernels.cu"
@@ -53,5 +53,5 @@ def test_an_edited_cu_file_is_the_only_one_compiled_again(tmp_path: Path) -> Non
     compiled, served = build_with_cache(project, env, VARIANT, cache, PYTHON)
     # The edited file, and the bindings: they register the ops under the op namespace,
     # whose unique part follows the sources (a dirty tree's hash, or the commit).
-    assert compiled == [binding, "fused_scale_cuda/kernels.cu"]
+    assert compiled == ["fused_scale_cuda/kernels.cu", binding]
     assert served == ["fused_scale_cuda/dispatch.cu"]
