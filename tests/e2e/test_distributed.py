@@ -26,7 +26,7 @@ import pytest
 from fresh_python import run_python
 from nix_projects import clone_worktree, git, make_project, nix, nix_environment
 from nix_remote import SSHD, CacheServer, remote_daemon, serve_directory, sshd
-from paths import EXAMPLES
+from paths import EXAMPLES, ROOT
 
 from kernelnix.host.record import HOST_FILE
 from kernelnix.host.system import current_system
@@ -276,7 +276,8 @@ def test_the_host_record_identity_addresses_the_variants(relu: Relu, tmp_path: P
     variant = relu.variants[0]
     drv = derivation_env(relu.project, relu.env, variant)
     identity = json.loads((relu.project / HOST_FILE).read_text())["identity"]
-    assert json.loads(drv["hostIdentity"]) == identity
+    if "wheelEnv" not in drv:  # else the wheels give Torch and nvcc (the test below)
+        assert json.loads(drv["hostIdentity"]) == identity
     assert "allowSubstitutes" not in drv and "preferLocalBuild" not in drv
     assert "allowSubstitutes" not in derivation_env(relu.project, relu.env, "bundle")
 
@@ -312,3 +313,34 @@ def test_a_builder_with_another_compiler_refuses_to_build(relu: Relu, tmp_path: 
     assert "this machine is not the one kernelnix-host.json describes" in done.stderr
     assert f'compilers.{compiler}: recorded "g++ (Other) 99.1.0", this machine has' in (done.stderr)
     assert "+ cmake" not in done.stderr, "the build should stop before configuring"
+
+
+def test_a_variant_of_locked_wheels_leaves_the_machines_torch_and_nvcc_out() -> None:
+    """nix/toolchains/host/identity.nix: the wheels give Torch and nvcc, as store paths."""
+    identity = {
+        "c-library": "glibc 2.36",
+        "compilers": {"g++": "g++ 12", "nvcc": "release 13.0"},
+        "python": "cpython 3.11.7",
+        "torch": "2.13.0+cpu",
+    }
+    record = json.dumps({"identity": identity})
+    expression = (
+        f"let identity = import {ROOT}/nix/toolchains/host/identity.nix "
+        f"{{ record = builtins.fromJSON ''{record}''; }}; in "
+        '{ host = identity null; wheels = identity "/nix/store/x-wheels"; '
+        "none = import " + f"{ROOT}/nix/toolchains/host/identity.nix {{ record = null; }} null; }}"
+    )
+    done = subprocess.run(
+        ["nix-instantiate", "--eval", "--strict", "--json", "--expr", expression],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = json.loads(done.stdout)
+    assert json.loads(found["host"]["hostIdentity"]) == identity
+    assert json.loads(found["wheels"]["hostIdentity"]) == {
+        "c-library": "glibc 2.36",
+        "compilers": {"g++": "g++ 12"},
+        "python": "cpython 3.11.7",
+    }
+    assert found["none"] == {"allowSubstitutes": False, "preferLocalBuild": True}
