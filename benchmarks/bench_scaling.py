@@ -4,10 +4,10 @@ of 1, 2, 4 and 8 variant derivations of a small kernel, at `--max-jobs 1` and
 more cores than there are), with wall time per variant; and the peak memory of one
 compiler job (nvcc with --cuda), what decides how many may run at once.
 
-The host toolchain builds one variant per Torch of the machine, so until each
-variant builds against its own locked wheels the N variants are N copies of the
-kernel's one variant, each its own derivation (a comment apart), with the same
-compile work. Each run builds from scratch (new derivations).
+The N variants are N copies of the kernel's one variant, each its own derivation
+(a comment apart), so that every variant costs the same compile work and the figures
+show how Nix and the machine scale, not how variants differ (and they need no
+locked wheels). Each run builds from scratch (new derivations).
 
     python benchmarks/bench_scaling.py [--counts 1 2 4 8] [--max-jobs 1 2] [--cuda]
 """
