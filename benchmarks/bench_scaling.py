@@ -55,6 +55,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 def copies(project: Path, source: str, count: int, work: Path) -> list[Path]:
     """`count` copies of `project`, each with a comment no other build has seen."""
     made = []
+    work.mkdir(parents=True)
     for index in range(count):
         copy = work / f"{project.name}-{index}"
         subprocess.run(["cp", "-a", str(project), str(copy)], check=True)
