@@ -38,6 +38,7 @@ from typing import Any
 from kernelnix.core.diagnostics import UserError
 from kernelnix.host.wheel_tree import TreeError, find_nvcc, merge, unpack
 from kernelnix.plan.model import PlanVariant
+from kernelnix.variants.names import build_set_key as lock_key
 
 LOCK_FILE = Path(__file__).resolve().parents[1] / "data" / "wheel-lock.json"
 CHUNK = 1 << 20
@@ -71,9 +72,8 @@ def python_tag() -> str:
 
 
 def build_set_key(variant: PlanVariant) -> str:
-    """How the lock names a variant's build set (kernelnix.variants.host_wheels)."""
-    version = f"-{variant.backend_version}" if variant.backend_version else ""
-    return f"{variant.torch}-{variant.backend}{version}"
+    """How the lock names a variant's build set."""
+    return lock_key(variant.torch, variant.backend, variant.backend_version)
 
 
 def lock_file() -> Path:

@@ -33,12 +33,11 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
-from packaging.version import InvalidVersion
-from packaging.version import Version as WheelVersion
+from packaging.version import InvalidVersion, Version
 
 from kernelnix.core.fileio import write_atomic
-from kernelnix.core.version import Version
 from kernelnix.variants.matrix import matrix_data
+from kernelnix.variants.names import build_set_key
 from kernelnix.variants.wheels import (
     IndexFile,
     LockResult,
@@ -59,12 +58,6 @@ SUPPORTED_BACKENDS = ("cpu", "cuda")
 HOST_SYSTEMS = {"x86_64-linux": "x86_64"}
 DEFAULT_PYTHON_TAGS = ("cp311", "cp312", "cp313")
 LOCK_COMMAND = "kernelnix lock-wheels"
-
-
-def build_set_key(torch: str, backend: str, version: str | None) -> str:
-    """`2.13-cuda-13`, `2.15-cuda-13.2`, `2.13-cpu`: how the lock names a build set,
-    with the version as the plan writes it (no trailing zeros)."""
-    return f"{torch}-{backend}" + (f"-{Version.parse(version)}" if version else "")
 
 
 @dataclass(frozen=True)
@@ -137,7 +130,7 @@ class Resolver:
 
     def best(self, name: str, specifier: SpecifierSet, target: Target) -> IndexFile | None:
         """The newest wheel of `name` that `specifier` allows and `target` installs."""
-        found: list[tuple[WheelVersion, IndexFile]] = []
+        found: list[tuple[Version, IndexFile]] = []
         for file in self.index(name):
             if not file.filename.endswith(".whl") or not target.accepts(file.filename):
                 continue

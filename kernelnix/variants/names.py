@@ -115,3 +115,10 @@ def _arch_parts(name: str, kind: str, version: Version, rest: list[str]) -> Vari
         raise ValueError(f"variant name {name!r} must end in <backend>-<cpu>-<os>")
     backend, backend_version = _parse_compute(rest[0])
     return VariantName(kind, backend, backend_version, version, f"{rest[1]}-{rest[2]}")
+
+
+def build_set_key(torch: str, backend: str, version: str | None) -> str:
+    """How the wheel lock names a build set: `2.13-cuda-13`, `2.15-cuda-13.2`,
+    `2.13-cpu`, with the version as the plan writes it (no trailing zeros).
+    nix/toolchains/host/wheels.nix forms the same from a plan variant."""
+    return f"{torch}-{backend}" + (f"-{Version.parse(version)}" if version else "")

@@ -16,7 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from kernelnix.variants.host_wheels import build_set_key, lock_host
+from kernelnix.variants.host_wheels import lock_host
+from kernelnix.variants.names import build_set_key
 
 LINUX = 'platform_system == "Linux"'
 
