@@ -3,10 +3,11 @@ against a baseline timed in the same run, with its target and PASS or MISS.
 
     benchmarks/run [--quick] [--only NAME]... [--json FILE]
 
-Names: plan, config, nix, rebuild, compile, checks, cuda, wheels. A full run takes 15 to 30 minutes
-on two cores (nix builds the largest example three times from scratch, and
-bench_checks compiles its CUDA libraries on first use); --quick takes fewer
-runs of each, not fewer benchmarks. Exit status 1 when a benchmark fails to
+Names: plan, config, nix, rebuild, compile, checks, cuda, wheels, incremental, scaling.
+A full run takes 15 to 30 minutes on two cores without incremental and scaling, which
+build with Nix for about 5 and 20 more (nix builds the largest example three times from
+scratch, and bench_checks compiles its CUDA libraries on first use); --quick takes
+fewer runs of each, not fewer benchmarks. Exit status 1 when a benchmark fails to
 run; a MISS is a result, not a failure.
 """
 
@@ -49,6 +50,16 @@ BENCHMARKS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         "bench_wheels: a bundle of two Torch releases from locked wheels vs its direct builds",
         {},
         {},
+    ),
+    "incremental": (
+        "bench_incremental: nix build after a one-file .cu edit, compiler cache on, vs cold",
+        {"repeat": 1},
+        {"repeat": 1},
+    ),
+    "scaling": (
+        "bench_scaling: nix build of 1-8 variants at --max-jobs 1 and 2, per variant",
+        {"counts": (1, 2, 4, 8), "max_jobs": (1, 2)},
+        {"counts": (1, 2), "max_jobs": (1, 2)},
     ),
 }
 

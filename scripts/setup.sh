@@ -19,6 +19,8 @@ command -v elvish >/dev/null 2>&1 || need_apt+=(elvish)
 command -v hipcc >/dev/null 2>&1 || need_apt+=(hipcc)
 # ccache: builds use it as the compiler launcher when installed (tests/compile/test_launcher.py).
 command -v ccache >/dev/null 2>&1 || need_apt+=(ccache)
+# sshd: tests/e2e/test_distributed.py starts one on 127.0.0.1 as a Nix remote builder.
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "+ apt-get install -y ${need_apt[*]}"
   $SUDO apt-get update -qq

@@ -267,8 +267,37 @@ def _cmake_definitions(
             definitions.append(f"-DCMAKE_{language}_COMPILER={compiler[0]}")
     if backend == "cuda":
         most_archs = max((len(a or []) for a in variant.kernels.values()), default=1)
-        definitions.append(f"-DNVCC_THREADS={max(1, min(most_archs, jobs or os.cpu_count() or 1))}")
+        nvcc_jobs, threads = nvcc_concurrency(jobs, most_archs)
+        definitions += [f"-DNVCC_THREADS={threads}", f"-DNVCC_JOBS={nvcc_jobs or 0}"]
     return definitions
+
+
+MAX_NVCC_JOBS = "KERNELNIX_MAX_NVCC_JOBS"
+
+
+def max_nvcc_jobs() -> int | None:
+    """`KERNELNIX_MAX_NVCC_JOBS`: at most this many CUDA compiles at once; None: unset."""
+    text = os.environ.get(MAX_NVCC_JOBS, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise UserError.single(
+            f"invalid {MAX_NVCC_JOBS}={text!r}",
+            key=MAX_NVCC_JOBS,
+            fix="give a positive number of CUDA compiles to run at once, or unset it",
+        )
+    return int(text)
+
+
+def nvcc_concurrency(jobs: int | None, most_archs: int) -> tuple[int | None, int]:
+    """(CUDA compiles at once, None: as many as Ninja runs; nvcc `--threads` of each),
+    so that compiles x threads stay within the cores (`jobs`, else this machine's): at
+    most `KERNELNIX_MAX_NVCC_JOBS` compiles, each with the cores left to it, up to one
+    thread per arch."""
+    cores = jobs or os.cpu_count() or 1
+    limit = max_nvcc_jobs()
+    at_once = min(cores, limit) if limit else cores
+    return (at_once if limit else None), max(1, min(most_archs, cores // at_once))
 
 
 def _check_archs(library: Path, variant: PlanVariant) -> None:

@@ -4,8 +4,10 @@ Flake evaluation is pure: it cannot ask which Python has torch or which
 compilers exist. `kernelnix generate` asks instead, from the Python it runs in,
 and writes the answer next to flake.nix: the variants of the plan this machine
 can build (kernelnix.host.machine decides, as for `kernelnix build --local`),
-why the others cannot be built, and the Python and PATH entries the
-builders use. nix/toolchains/host/default.nix reads it.
+why the others cannot be built, the Python and PATH entries the
+builders use, and the machine's identity (kernelnix.host.identity: compilers, C
+library, Torch), which addresses the host toolchain's derivations.
+nix/toolchains/host/default.nix reads it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from pydantic import Field
 
 from kernelnix.host.environments import python_tag
+from kernelnix.host.identity import record_identity
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.system import current_system
 from kernelnix.host.torch_probe import probe
@@ -51,6 +54,10 @@ class HostRecord(PlanModel):
     )
     torch_version: str | None = Field(description="Its Torch (`2.13.0`), or null.")
     tools: dict[str, str] = Field(description="Compilers and build tools found on PATH.")
+    identity: dict[str, Any] = Field(
+        description="What a host build reads from the machine (compilers, C library, "
+        "Torch): the derivations are addressed by it (kernelnix.host.identity)."
+    )
     path: list[str] = Field(description="The builders' PATH entries.")
     variants: list[str] = Field(description="The plan's variants this machine can build.")
     not_buildable: dict[str, str] = Field(description="The others, each with why not.")
@@ -87,6 +94,7 @@ def probe_host(plan: Plan) -> HostRecord:
         python_tag=python_tag(),
         torch_version=torch["version"] if torch else None,
         tools=tools,
+        identity=record_identity(tools),
         path=list(dict.fromkeys([*path, *BASE_PATH])),
         variants=[name for name, reason in reasons.items() if reason is None],
         not_buildable={name: reason for name, reason in reasons.items() if reason},

@@ -8,6 +8,24 @@ set -eu
 export HOME="$TMPDIR/home" PYTHONDONTWRITEBYTECODE=1 HF_HUB_OFFLINE=1
 mkdir -p "$HOME"
 
+# The compiler cache is opt-in (kernelFlake's compilerCache): ccache in a directory
+# shared by builds, which a sandboxed build reaches through extra-sandbox-paths.
+# Off, no compiler launcher at all: the build reads nothing outside its inputs.
+if [ -n "${KERNELNIX_COMPILER_CACHE:-}" ]; then
+  command -v ccache >/dev/null ||
+    { echo "kernelnix: compilerCache needs ccache on the builder's PATH ($PATH)" >&2; exit 1; }
+  [ -d "$KERNELNIX_COMPILER_CACHE" ] && [ -w "$KERNELNIX_COMPILER_CACHE" ] || {
+    echo "kernelnix: the compiler cache $KERNELNIX_COMPILER_CACHE is not a directory this build" \
+      "can write; create it (writable by the build users), and with sandbox = true add it to" \
+      "extra-sandbox-paths" >&2
+    exit 1
+  }
+  # Group-writable entries: builds run as different build users.
+  export CCACHE_DIR="$KERNELNIX_COMPILER_CACHE" CCACHE_UMASK=007 KERNELNIX_COMPILER_LAUNCHER=ccache
+else
+  export KERNELNIX_COMPILER_LAUNCHER=none
+fi
+
 # NIX_BUILD_CORES: Nix's `cores` setting; 0 means all of them (Ninja's default).
 jobs=
 if [ "${NIX_BUILD_CORES:-0}" -gt 0 ]; then jobs="--jobs $NIX_BUILD_CORES"; fi

@@ -35,6 +35,13 @@
   torchVersions ? null,
   # false: the variant builds skip the import through `kernels`.
   doGetKernelCheck ? true,
+  # Opt-in, off by default (docs/distributed.md): a directory shared by the
+  # variant builds as ccache's cache (with sandbox = true, also in Nix's
+  # extra-sandbox-paths), and at most this many CUDA compiles at once per
+  # variant. Unset, `nix build --impure` reads KERNELNIX_COMPILER_CACHE and
+  # KERNELNIX_MAX_NVCC_JOBS (pure evaluation reads no environment).
+  compilerCache ? null,
+  maxNvccJobs ? null,
   # `ps: [ ... ]`: extra Python packages of ci-test and the shells, and
   # packages on their PATH (hermetic toolchain; the host Python must have them).
   pythonCheckInputs ? (ps: [ ]),
@@ -61,6 +68,15 @@ let
     inherit path step;
     buildSets = (import ./torch-versions.nix { inherit util matrix; }).buildSets torchVersions;
   };
+
+  fromEnvironment =
+    value: name:
+    if value != null then
+      value
+    else if builtins.getEnv name == "" then
+      null
+    else
+      builtins.getEnv name;
 
   # The commit in each variant's metadata (provenance): the plan's may be older.
   # A dirty tree on Nix older than 2.15 (no dirtyRev) records none.
@@ -99,6 +115,8 @@ let
           src = sources.build;
           planFile = plans.fileFor system;
           importCheck = doGetKernelCheck;
+          compilerCache = fromEnvironment compilerCache "KERNELNIX_COMPILER_CACHE";
+          maxNvccJobs = fromEnvironment maxNvccJobs "KERNELNIX_MAX_NVCC_JOBS";
         }
       );
       backendOf = name: planVariants.${name}.backend;

@@ -21,6 +21,10 @@
   kernelGit,
   # kernel-builder's doGetKernelCheck = false: no import through `kernels`.
   importCheck ? true,
+  # Opt-in (kernelFlake's compilerCache, maxNvccJobs): a ccache directory shared
+  # by builds, and at most this many CUDA compiles at once. null: off.
+  compilerCache ? null,
+  maxNvccJobs ? null,
 }:
 let
   inputs = toolchain.variantEnv { inherit system name variant; };
@@ -45,7 +49,9 @@ builtins.derivation (
     # Redistributable builds meet the default check policy (--redistributable).
     redistributable = if toolchain.redistributable then "1" else "";
   }
-  # Only when set, so that the default changes no derivation.
+  # Only when set, so that the defaults change no derivation.
   // (if importCheck then { } else { noImportCheck = "1"; })
+  // (if compilerCache == null then { } else { KERNELNIX_COMPILER_CACHE = compilerCache; })
+  // (if maxNvccJobs == null then { } else { KERNELNIX_MAX_NVCC_JOBS = toString maxNvccJobs; })
 )
 // (inputs.passthru or { })

@@ -99,3 +99,30 @@ def test_compile_commands_carry_the_cuda_flags(cuda_build: tuple[PlanVariant, Pa
     for flag in ("-DCUDA_KERNEL", "-DUSE_CUDA=1", "--threads=2", "-std=c++20"):
         assert flag in cu
     assert cu.count("-gencode=") == 3
+
+
+def test_max_nvcc_jobs_puts_the_cuda_compiles_in_a_ninja_pool(tmp_path: Path) -> None:
+    """NVCC_JOBS (from KERNELNIX_MAX_NVCC_JOBS): the CUDA component's compiles share a
+    pool of that depth, whatever -j; the C++ component's do not."""
+    plan = build_plan(
+        load_config(EXAMPLES / "relu"),
+        PlanOptions(systems=("x86_64-linux",), unique_id="cuda1"),
+    )
+    write_project(
+        {**cmake_project(plan, "x86_64-linux", VARIANT), "metadata.json": "{}"},
+        tmp_path / "project",
+    )
+    subprocess.run(
+        ["cmake", "-G", "Ninja", "-S", tmp_path / "project", "-B", tmp_path / "build",
+         f"-DKERNEL_SOURCE_DIR={EXAMPLES / 'relu'}", f"-DPython_EXECUTABLE={sys.executable}",
+         f"-DCMAKE_CUDA_COMPILER={NVCC}", "-DNVCC_JOBS=1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    rules = (tmp_path / "build" / "CMakeFiles" / "rules.ninja").read_text()
+    assert re.search(r"^pool kernelnix_nvcc\n  depth = 1$", rules, re.MULTILINE)
+    ninja = (tmp_path / "build" / "build.ninja").read_text()
+    edges = ninja.split("\nbuild ")
+    cuda = [e for e in edges if e.split(":")[0].endswith(".cu.o")]
+    cxx = [e for e in edges if e.split(":")[0].endswith(".cpp.o")]
+    assert cuda and all("pool = kernelnix_nvcc" in e for e in cuda)
+    assert cxx and not any("pool = kernelnix_nvcc" in e for e in cxx)

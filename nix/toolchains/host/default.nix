@@ -127,10 +127,10 @@ let
     env = scriptEnv // {
       kernelnix = kernelnixSrc;
       inherit torchRequirement;
-      preferLocalBuild = true;
-      allowSubstitutes = false;
-    };
+    }
+    // identity null;
   };
+  identity = import ./identity.nix { inherit record; };
   # A variant of locked wheels builds in their environment (setup.sh puts it
   # on PYTHONPATH, its nvcc on PATH); the others need the host Python's Torch.
   variantEnv =
@@ -157,9 +157,11 @@ let
     else
       step
       // {
-        env = step.env // {
-          wheelEnv = wheels.environment system scriptEnv (wheels.buildSetKey variant) found;
-        };
+        env =
+          let
+            wheelEnv = wheels.environment system scriptEnv (wheels.buildSetKey variant) found;
+          in
+          step.env // { inherit wheelEnv; } // identity wheelEnv;
       };
 in
 {

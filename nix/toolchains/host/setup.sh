@@ -1,7 +1,10 @@
 # Sourced by the shared variant builder (nix/lib/build-variant.sh) for the
 # host toolchain: this machine's Python (host/env.sh) with kernelnix's source on
 # PYTHONPATH, and the variant's Torch: its locked wheels' environment when it
-# has one, else the Python's own, checked for the version the variant needs.
+# has one, else the Python's own, checked for the version the variant needs;
+# then this machine checked against the recorded identity the derivation is
+# addressed by ($hostIdentity, ./identity.nix), so that a builder with other
+# compilers refuses to build instead of producing what the store path misdescribes.
 . "$hostEnv"
 
 if [ -n "${wheelEnv:-}" ]; then
@@ -23,4 +26,8 @@ else
       ;;
   esac
   export PYTHONPATH="$kernelnix"
+fi
+if [ -n "${hostIdentity:-}" ]; then
+  # -B: no bytecode written into kernelnix's source, a store path.
+  "$KERNELNIX_PYTHON" -B -m kernelnix.host.identity "$hostIdentity" || exit 1
 fi
