@@ -22,7 +22,7 @@ from kernelnix.host.record import HOST_FILE, SCHEMA_VERSION
 from kernelnix.project.generate import generate, nix_plan
 from kernelnix.project.nix import explain_nix_error
 from kernelnix.variants.matrix import TOOLCHAINS
-from kernelnix.variants.names import VariantName
+from kernelnix.variants.names import VariantName, build_set_key
 
 LIB = ROOT / "nix" / "lib"
 HOST_TOOLCHAIN = ROOT / "nix" / "toolchains" / "host"
@@ -203,8 +203,52 @@ def test_host_offers_the_variants_of_the_record(relu: Path) -> None:
     record["not-buildable"] = {"torch213-cxx11-cu130-x86_64-linux": "no CUDA Torch here"}
     (relu / HOST_FILE).write_text(json.dumps(record))
     reasons = not_offered(relu)
-    assert reasons["torch213-cxx11-cu130-x86_64-linux"] == "no CUDA Torch here"
-    assert reasons["torch213-cxx11-cpu-x86_64-linux"] == "this machine cannot build it"
+    no_tag = (
+        ", and kernelnix-host.json records no Python tag to choose locked wheels by; "
+        "run `kernelnix generate`"
+    )
+    assert reasons["torch213-cxx11-cu130-x86_64-linux"] == "no CUDA Torch here" + no_tag
+    assert reasons["torch213-cxx11-cpu-x86_64-linux"] == "this machine cannot build it" + no_tag
+
+
+LOCK = ROOT / "kernelnix" / "data" / "wheel-lock.json"
+
+
+def locked_variants(project: Path, tag: str) -> list[str]:
+    """The project's x86_64-linux variants whose build set the lock has for `tag`."""
+    locked = json.loads(LOCK.read_text())["host"]["environments"]["x86_64-linux"].get(tag, {})
+    plan = json.loads((project / "kernelnix-plan.json").read_text())
+    variants = plan["variants"]["x86_64-linux"]
+    return [
+        name
+        for name in plan["systems"]["x86_64-linux"]["variants"]
+        if variants[name]["kind"] in ("arch", "stable-abi")
+        and build_set_key(
+            variants[name]["torch"], variants[name]["backend"], variants[name]["backend-version"]
+        )
+        in locked
+    ]
+
+
+def test_host_offers_the_variants_of_locked_wheels(relu: Path) -> None:
+    """A record naming a Python tag: every variant whose build set the lock has
+    for that tag is offered whatever the record says; the others keep the
+    record's reason and gain the lock's."""
+    write_record(relu, [])
+    record = json.loads((relu / HOST_FILE).read_text())
+    record["python-tag"] = "cp311"
+    record["not-buildable"] = {"torch212-cxx11-cu126-x86_64-linux": "no CUDA Torch here"}
+    (relu / HOST_FILE).write_text(json.dumps(record))
+    lock = json.loads(LOCK.read_text())["host"]
+    expected = locked_variants(relu, "cp311")
+    assert "torch214-cxx11-cu130-x86_64-linux" in expected
+    assert "torch215-cxx11-cu132-x86_64-linux" in expected
+    assert offered(relu) == expected
+    reason = not_offered(relu)["torch212-cxx11-cu126-x86_64-linux"]
+    assert (
+        reason
+        == "no CUDA Torch here, and " + (lock["missing"]["x86_64-linux"]["cp311"]["2.12-cuda-12.6"])
+    )
 
 
 def test_host_without_record_probes_this_machine(tmp_path: Path, relu: Path) -> None:
@@ -214,7 +258,10 @@ def test_host_without_record_probes_this_machine(tmp_path: Path, relu: Path) -> 
         ["python3", "-c", "import torch; print(''.join(torch.__version__.split('.')[:2]))"],
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
-    assert offered(relu) == [f"torch{installed}-cxx11-cpu-x86_64-linux"]
+    # Besides, every variant of locked wheels (test_host_offers_the_variants_of_locked_wheels).
+    cpu = [v for v in offered(relu) if "-cpu-" in v]
+    assert f"torch{installed}-cxx11-cpu-x86_64-linux" in cpu
+    assert "torch214-cxx11-cu130-x86_64-linux" in offered(relu)
     for example in ("relu-stable-abi", "relu-noarch", "multi-kernel"):
         project = tmp_path / example
         shutil.copytree(EXAMPLES / example, project)
@@ -225,13 +272,11 @@ def test_host_without_record_probes_this_machine(tmp_path: Path, relu: Path) -> 
                 "variants"
             ]["x86_64-linux"].items()
         }
-        recorded = [
-            v
-            for v in json.loads((project / HOST_FILE).read_text())["variants"]
-            if "cpu" in v or kinds[v] == "noarch"
-        ]
+        record = json.loads((project / HOST_FILE).read_text())
+        recorded = [v for v in record["variants"] if "cpu" in v or kinds[v] == "noarch"]
+        locked = locked_variants(project, record["python-tag"])
         (project / HOST_FILE).unlink()
-        assert offered(project) == recorded, example
+        assert offered(project) == [v for v in kinds if v in recorded or v in locked], example
 
 
 def test_noarch_variants_are_offered_on_every_system(tmp_path: Path) -> None:
