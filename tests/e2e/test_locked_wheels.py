@@ -149,10 +149,11 @@ def test_the_cpu_variant_runs_in_a_cpu_torch_of_its_release(bundle: Bundle, tmp_
 
 
 def test_the_cuda_variant_loads_in_its_own_torch(bundle: Bundle, tmp_path: Path) -> None:
-    environment = nix(
-        bundle.project, bundle.env, "build", "--no-link", "--print-out-paths",
+    built = nix(
+        bundle.project, bundle.env, "build", "--no-link", "--json",
         f".#packages.{SYSTEM}.{CUDA}.wheelEnv",
-    ).stdout.strip()  # fmt: skip
+    ).stdout  # fmt: skip
+    environment = json.loads(built)[0]["outputs"]["out"]
     assert (Path(environment) / "nvidia" / "cu13" / "bin" / "nvcc").is_file()
     single = single_variant_bundle(tmp_path / "cuda", bundle.result / CUDA)
     env = {**bundle.env, "PYTHONPATH": environment}
