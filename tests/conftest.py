@@ -28,10 +28,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="rewrite golden files from the current output instead of comparing",
     )
     parser.addoption(
-        "--full-bundle",
+        "--heavy",
         action="store_true",
-        help="also build whole bundles from every locked wheel (gigabytes, an hour)",
+        help="also run the tests marked heavy: whole bundles from every locked wheel and "
+        "large kernels compiled cold (gigabytes, an hour or more)",
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--heavy"):
+        return
+    skip = pytest.mark.skip(reason="heavy: run with pytest --heavy")
+    for item in items:
+        if "heavy" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture

@@ -184,7 +184,10 @@ print(json.dumps(found))
     ("name", "ops"),
     [
         ("rotary", ["apply_rotary"]),
-        ("causal-conv1d", ["causal_conv1d_fwd", "causal_conv1d_update"]),
+        # About 15 minutes of cold nvcc on two cores: `pytest --heavy`.
+        pytest.param(
+            "causal-conv1d", ["causal_conv1d_fwd", "causal_conv1d_update"], marks=pytest.mark.heavy
+        ),
     ],
 )
 def test_cuda_kernels_build_against_the_cuda_torch_and_load(

@@ -9,7 +9,7 @@ under the policy its build recorded, the CPU variant runs its op in this
 machine's CPU Torch 2.13, and the CUDA variant loads through `kernels` in its
 own Torch (the environment the build used). `kernelnix build --local` builds
 the same from the same wheels. The whole bundle (nine variants, about 9 GB of
-wheels) is the `full_bundle` test, run with `pytest --full-bundle`.
+wheels) is a `heavy` test, run with `pytest --heavy`.
 """
 
 from __future__ import annotations
@@ -184,14 +184,10 @@ def test_build_local_builds_from_the_same_wheels(bundle: Bundle, tmp_path: Path)
         assert (project / "build" / variant / "metadata.json").is_file()
 
 
-@pytest.mark.full_bundle
-def test_the_whole_bundle_and_the_variants_outside_it(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+@pytest.mark.heavy
+def test_the_whole_bundle_and_the_variants_outside_it(tmp_path: Path) -> None:
     """Every variant PyPI's wheels give fused-scale: the six of the bundle, and the
     three outside it by name (about 9 GB of wheels, an hour on two cores)."""
-    if not request.config.getoption("--full-bundle"):
-        pytest.skip("the whole bundle: pytest --full-bundle")
     everything = ("2.11-cpu", "2.12-cpu", "2.12-cuda-13", "2.13-cpu", "2.13-cuda-13",
                   "2.14-cpu", "2.14-cuda-13", "2.15-cpu", "2.15-cuda-13.2")  # fmt: skip
     project, env = flake_project(tmp_path, everything)
