@@ -195,7 +195,9 @@ class Resolver:
 def _requires_dist(url: str) -> list[str]:
     """The Requires-Dist lines of a wheel's METADATA (read remotely)."""
     with open_wheel(url) as wheel:
-        name = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        name = next((n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")), None)
+        if name is None:
+            raise ValueError(f"{url} has no .dist-info/METADATA: not a wheel")
         text = wheel.read(name).decode()
     return [
         line.removeprefix("Requires-Dist:").strip()
@@ -310,7 +312,12 @@ def lock_host(
                     build_set["torch"], build_set["backend"], build_set.get("version")
                 )
                 log(f"resolving {key} for {python} {system}")
-                found = resolve_build_set(resolver, build_set, releases[build_set["torch"]], target)
+                try:
+                    found = resolve_build_set(
+                        resolver, build_set, releases[build_set["torch"]], target
+                    )
+                except (ValueError, zipfile.BadZipFile) as error:
+                    found = f"cannot resolve its wheels: {error}"
                 if isinstance(found, str):
                     missing.setdefault(system, {}).setdefault(python, {})[key] = found
                     continue
