@@ -100,7 +100,7 @@ def plan_as_nix_reads_it(directory: Path) -> Any:
           step = throw "the committed plan is used";
         }};
         plan = plans.forSystem "{SYSTEM}";
-      in {{ inherit (plan) name python-name sources config variants; }}
+      in {{ inherit (plan) name python-name sources hub kernels framework-sources variants; }}
     """
     return json.loads(nix_instantiate("--eval", "--strict", "--json", "--expr", expression))
 
@@ -124,11 +124,12 @@ def test_hostile_values_stay_data_in_the_flake(
     seen = plan_as_nix_reads_it(directory)
     assert seen == {key: plan[key] for key in seen}
     for name, section in project.document["kernel"].items():
-        for key, value in section.items():
-            assert seen["config"]["kernel"][name][key] == value, (name, key)
-    assert seen["config"]["torch"]["cxx-flags"] == project.document["torch"]["cxx-flags"]
+        for key in ("backend", "depends", "src", "cxx-flags"):
+            assert seen["kernels"][name][key] == section[key], (name, key)
+    torch = seen["framework-sources"]
+    assert torch["cxx-flags"] == project.document["torch"]["cxx-flags"]
     hub = project.document["general"].get("hub", {})
-    assert {k: seen["config"]["general"]["hub"][k] for k in hub} == hub
+    assert {k: seen["hub"][k] for k in hub} == hub
 
     # The flake's variants: named after the kernel, their sources copied
     # byte for byte under the hostile names.

@@ -192,12 +192,23 @@ function(kernelnix_link_torch backend)
   endforeach()
 endfunction()
 
+# NVCC_JOBS > 0 (KERNELNIX_MAX_NVCC_JOBS): components with CUDA sources compile in
+# a Ninja pool of that size, whatever the build's -j: nvcc is memory-bound.
+set(NVCC_JOBS 0 CACHE STRING "CUDA compiles at once (0: as many as Ninja runs)")
+if(NVCC_JOBS GREATER 0)
+  set_property(GLOBAL APPEND PROPERTY JOB_POOLS kernelnix_nvcc=${NVCC_JOBS})
+endif()
+
 # An object library of sources under KERNEL_SOURCE_DIR (paths relative to it).
 function(kernelnix_component target)
   list(TRANSFORM ARGN PREPEND "${KERNEL_SOURCE_DIR}/" OUTPUT_VARIABLE sources)
   add_library(${target} OBJECT ${sources})
   target_link_libraries(${target} PRIVATE kernelnix_torch)
   set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES OFF)
+  list(FILTER ARGN INCLUDE REGEX "\\.cu$")
+  if(NVCC_JOBS GREATER 0 AND ARGN)
+    set_target_properties(${target} PROPERTIES JOB_POOL_COMPILE kernelnix_nvcc)
+  endif()
 endfunction()
 
 # Include directories of a component, relative to KERNEL_SOURCE_DIR.
