@@ -8,7 +8,6 @@ so that a second build only recompiles what changed.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from kernelnix.compile.variant import BuildError, build_variant
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.fileio import write_atomic
+from kernelnix.core.process import run_shown
 from kernelnix.core.progress import Progress
 from kernelnix.host.environments import (
     LockedEnvironment,
@@ -112,7 +112,7 @@ def _build_in_environment(
         *(["--jobs", str(jobs)] if jobs else []),
     ]
     print(f"+ torch {environment.torch} from {root}", flush=True)
-    done = subprocess.run(command, env=environment_variables(root, dict(os.environ)), check=False)
+    done = run_shown(command, env=environment_variables(root, dict(os.environ)))
     if done.returncode != 0:
         raise BuildError(f"{name}: the build step failed (exit {done.returncode}, see above)")
     return out_dir / name
