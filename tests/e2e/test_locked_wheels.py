@@ -110,6 +110,14 @@ def flake_project(tmp: Path, build_sets: tuple[str, ...]) -> tuple[Path, dict[st
     return project, env
 
 
+def wheel_environment(project: Path, env: dict[str, str], variant: str) -> str:
+    """The store path of `variant`'s environment: its Torch and, for CUDA, its toolkit."""
+    built = nix(
+        project, env, "build", "--no-link", "--json", f".#packages.{SYSTEM}.{variant}.wheelEnv"
+    ).stdout
+    return str(json.loads(built)[0]["outputs"]["out"])
+
+
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
     project, env = flake_project(tmp_path_factory.mktemp("locked"), BUILD_SETS)
@@ -149,11 +157,7 @@ def test_the_cpu_variant_runs_in_a_cpu_torch_of_its_release(bundle: Bundle, tmp_
 
 
 def test_the_cuda_variant_loads_in_its_own_torch(bundle: Bundle, tmp_path: Path) -> None:
-    built = nix(
-        bundle.project, bundle.env, "build", "--no-link", "--json",
-        f".#packages.{SYSTEM}.{CUDA}.wheelEnv",
-    ).stdout  # fmt: skip
-    environment = json.loads(built)[0]["outputs"]["out"]
+    environment = wheel_environment(bundle.project, bundle.env, CUDA)
     assert (Path(environment) / "nvidia" / "cu13" / "bin" / "nvcc").is_file()
     single = single_variant_bundle(tmp_path / "cuda", bundle.result / CUDA)
     env = {**bundle.env, "PYTHONPATH": environment}
@@ -184,19 +188,45 @@ def test_build_local_builds_from_the_same_wheels(bundle: Bundle, tmp_path: Path)
         assert (project / "build" / variant / "metadata.json").is_file()
 
 
+def check_and_load(project: Path, env: dict[str, str], built: Path, tmp: Path) -> dict:
+    """`kernelnix check` of the variant at `built`, then its load through `kernels`
+    in its own Torch (its wheel environment first on the path)."""
+    variant = built.name
+    done = subprocess.run(
+        ["kernelnix", "check", str(built)], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"ok    {variant}: no violations" in done.stdout
+    environment = wheel_environment(project, env, variant)
+    backend = "cpu" if "-cpu-" in variant else "cuda"
+    single = single_variant_bundle(tmp / variant, built)
+    return load(sys.executable, single, variant, backend, {**env, "PYTHONPATH": environment})
+
+
 @pytest.mark.heavy
 def test_the_whole_bundle_and_the_variants_outside_it(tmp_path: Path) -> None:
     """Every variant PyPI's wheels give fused-scale: the six of the bundle, and the
-    three outside it by name (about 9 GB of wheels, an hour on two cores)."""
+    three outside it by name (about 9 GB of wheels, an hour on two cores). Each
+    passes its checks and loads in its own Torch; the CPU ones run their op."""
     everything = ("2.11-cpu", "2.12-cpu", "2.12-cuda-13", "2.13-cpu", "2.13-cuda-13",
                   "2.14-cpu", "2.14-cuda-13", "2.15-cpu", "2.15-cuda-13.2")  # fmt: skip
     project, env = flake_project(tmp_path, everything)
     nix(project, env, "build", ".#bundle", "--out-link", "result")
-    built = sorted(p.name for p in (project / "result").iterdir())
-    assert built == sorted(FULL_BUNDLE)
+    built = {p.name: p for p in (project / "result").resolve().iterdir()}
+    assert sorted(built) == sorted(FULL_BUNDLE)
     for variant in OUTSIDE_BUNDLE:
         nix(project, env, "build", f".#{variant}", "--out-link", f"result-{variant}")
-        assert (project / f"result-{variant}" / variant / "metadata.json").is_file()
+        built[variant] = (project / f"result-{variant}").resolve() / variant
+    for variant, path in sorted(built.items()):
+        report = check_and_load(project, env, path, tmp_path / "load")
+        release = variant[len("torch") :].split("-")[0]
+        assert report["torch"].startswith(f"{release[0]}.{release[1:]}."), (variant, report)
+        if "-cpu-" in variant:
+            assert report["matches"] is True, (variant, report)
+        else:
+            cuda = "cu132" if "-cu132-" in variant else "cu130"
+            assert report["torch"].endswith(f"+{cuda}"), (variant, report)
+            assert report["cuda"] is True, (variant, report)
 
 
 def test_gpu_check_runs_the_ops_it_can_here(bundle: Bundle, tmp_path: Path) -> None:
