@@ -1,4 +1,4 @@
-"""`kernelnix lock-wheels`: fill kernelnix/data/wheel-lock.json (kernelnix.variants.wheels)."""
+"""`kernelnix lock-wheels`: fill kernelnix/data/wheel-lock.json (kernelnix.host.hermetic_wheels)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from kernelnix.cli import command
-from kernelnix.variants.host_wheels import DEFAULT_PYTHON_TAGS, lock_host_file
-from kernelnix.variants.wheels import LOCK_FILE, PYPI_SIMPLE, lock
+from kernelnix.host.hermetic_wheels import LOCK_FILE, PYPI_SIMPLE, lock
+from kernelnix.host.host_wheels import DEFAULT_PYTHON_TAGS, lock_host_file
 
 
 @command("lock-wheels")
