@@ -154,8 +154,8 @@ def build_command(
 @click.option(
     "--kernel-git",
     metavar="REV",
-    help="The kernel's commit for the metadata's provenance: COMMIT, COMMIT-dirty, "
-    "or '' when unknown (default: the one the plan recorded).",
+    help="The kernel's commit for the metadata's provenance: COMMIT (all 40 or 64 hex "
+    "digits), COMMIT-dirty, or '' when unknown (default: the one the plan recorded).",
 )
 @click.option("--toolchain", type=click.Choice(TOOLCHAINS), default="host", show_default=True)
 @click.option("--redistributable", is_flag=True, help="Hold the result to the default policy.")

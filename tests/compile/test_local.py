@@ -227,6 +227,8 @@ def test_build_variant_command(tmp_path: Path) -> None:
     [
         ("0123456789abcdef0123456789abcdef01234567", False),
         ("0123456789abcdef0123456789abcdef01234567-dirty", True),
+        ("0123456789abcdef" * 4, False),  # a SHA-256 repository's
+        ("0123456789ABCDEF0123456789ABCDEF01234567", False),  # recorded lowercase
         ("", None),
     ],
 )
@@ -244,22 +246,35 @@ def test_build_variant_records_the_kernel_commit_it_is_given(
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     provenance = json.loads((out / "torch-cpu" / "metadata.json").read_text())["provenance"]
-    commit = revision.removesuffix("-dirty")
+    commit = revision.removesuffix("-dirty").lower()
     expected = None if kernel is None else {"commit": commit, "dirty": kernel}
     assert provenance.get("kernel") == expected
     assert recorded != commit
     assert "kernel-builder" in provenance
 
 
-def test_build_variant_refuses_a_bad_kernel_revision(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "revision",
+    [
+        "main; rm -rf /",
+        "0123456",  # short: the loader refuses metadata.json with it
+        "0123456789abcdef0123456789abcdef0123456",
+        "0123456789abcdef0123456789abcdef012345678",
+        "0123456789abcdef0123456789abcdef01234567-modified",
+    ],
+)
+def test_build_variant_refuses_a_revision_the_loader_would_not_read(
+    tmp_path: Path, revision: str
+) -> None:
     source = EXAMPLES / "relu-noarch"
     plan_file = tmp_path / PLAN_FILE
     plan_file.write_text(build_plan(load_config(source), PlanOptions()).to_json())
     args = ["build-variant", "--plan", str(plan_file), "--variant", "torch-cpu", "--source"]
-    args += [str(source), "--out", str(tmp_path / "out"), "--kernel-git", "main; rm -rf /"]
+    args += [str(source), "--out", str(tmp_path / "out"), "--kernel-git", revision]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
-    assert "invalid kernel revision 'main; rm -rf /'" in result.output
+    assert f"invalid kernel revision {revision!r}: expected a full git commit" in result.output
+    assert "Traceback" not in result.output
     assert not (tmp_path / "out").exists()
 
 
