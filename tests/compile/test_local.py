@@ -18,14 +18,15 @@ import pytest
 from click.testing import CliRunner
 from fresh_python import run_python
 from handmade import plan_here
-from paths import EXAMPLES
+from paths import EXAMPLE_COPY_IGNORE, EXAMPLES
 
 from kernelnix.cli import main
-from kernelnix.compile import BuildError, build_variant
+from kernelnix.compile import BuildError, build_variant, local
 from kernelnix.compile.develop import create_pyproject
 from kernelnix.compile.local import BUILD_DIR, WORK_DIR, build_planned
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
+from kernelnix.host.environments import LockedEnvironment
 from kernelnix.host.machine import host_check_policy
 from kernelnix.plan.build import PlanOptions, build_plan
 from kernelnix.plan.model import PLAN_FILE
@@ -251,6 +252,39 @@ def test_build_variant_records_the_kernel_commit_it_is_given(
     assert provenance.get("kernel") == expected
     assert recorded != commit
     assert "kernel-builder" in provenance
+
+
+def test_build_local_writes_the_plan_for_the_build_steps_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every variant built in its wheel environment runs `build-variant --plan FILE`
+    in a process of its own: one file, written once per run. The environments and
+    the processes are left out (every CPU variant is built, all in the same
+    environment, and the commands are recorded, not run): what is checked is the
+    file each step is given."""
+    kernel = tmp_path / "relu"
+    shutil.copytree(EXAMPLES / "relu", kernel, ignore=EXAMPLE_COPY_IGNORE)
+    plan = plan_here(kernel)
+    environment = LockedEnvironment(key="2.13-cpu", torch="2.13.0", wheels=())
+    seen: list[tuple[str, int, int]] = []
+
+    def record(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        plan_file = Path(command[command.index("--plan") + 1])
+        assert plan_file.read_text() == plan.to_json()
+        status = plan_file.stat()
+        seen.append((str(plan_file), status.st_ino, status.st_mtime_ns))
+        return subprocess.CompletedProcess(command, 0)
+
+    # The CPU variants, each of them in its environment.
+    monkeypatch.setattr(
+        local, "why_not_buildable", lambda v: None if v.backend == "cpu" else "not here"
+    )
+    monkeypatch.setattr(local, "locked_environment", lambda variant: environment)
+    monkeypatch.setattr(local, "materialize", lambda environment, log: tmp_path / "env")
+    monkeypatch.setattr(local, "run_shown", record)
+    result = build_planned(plan, kernel)
+    assert len(seen) == len(result.built) > 1
+    assert len(set(seen)) == 1, seen
 
 
 @pytest.mark.parametrize(
