@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from compiler_cache import build_with_cache, new_cache  # noqa: E402
 from cuda_torch import PYTHON, VARIANT, cuda_torch_missing, with_cuda_torch  # noqa: E402
-from nix_projects import clone_worktree, git, make_project, nix_environment  # noqa: E402
+from nix_projects import git, kernelnix_clone, make_project  # noqa: E402
 from paths import EXAMPLES  # noqa: E402
 
 TARGET = 0.3
@@ -31,8 +31,8 @@ EDITED = "fused_scale_cuda/kernels.cu"
 def one_run(work: Path) -> tuple[float, float, tuple[list[str], list[str]]]:
     """(cold build, rebuild after the edit, what the rebuild compiled and what the cache
     served) in `work`."""
-    url = clone_worktree(work / "kernelnix")
-    env = with_cuda_torch(nix_environment(work / "registry.json", url))
+    url, env = kernelnix_clone(work)
+    env = with_cuda_torch(env)
     project = make_project(EXAMPLES / "fused-scale", work / "fused-scale", url, env)
     # A fresh derivation each run: a comment no earlier run had.
     source = project / EDITED

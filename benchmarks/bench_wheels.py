@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,9 +36,9 @@ from figures import Figure, report, run_quietly, timed
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from nix_projects import clone_worktree, git, nix, nix_environment  # noqa: E402
-from paths import EXAMPLE_COPY_IGNORE, EXAMPLES  # noqa: E402
-from wheel_locks import LOCK, lock_with  # noqa: E402
+from nix_projects import kernelnix_clone, make_project, nix  # noqa: E402
+from paths import EXAMPLES  # noqa: E402
+from wheel_locks import LOCK  # noqa: E402
 
 BUILD_SETS = ("2.13-cpu", "2.14-cuda-13")
 OVERHEAD_TARGET = 1.15
@@ -94,15 +93,11 @@ def rebuilt_objects(log: str) -> list[str]:
 def measure(build_sets: tuple[str, ...] = BUILD_SETS) -> list[Figure]:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        url = clone_worktree(work / "kernelnix", build_sets)
-        env = no_cache(nix_environment(work / "registry.json", url))
-        env["KERNELNIX_WHEEL_LOCK"] = str(lock_with(work / "lock.json", build_sets))
-        project = work / "fused-scale"
-        shutil.copytree(EXAMPLES / "fused-scale", project, ignore=EXAMPLE_COPY_IGNORE)
-        run_quietly(["kernelnix", "generate", str(project), "--kernelnix-url", url,
-                     "--no-host-record"], env)  # fmt: skip
-        git(project, "init", "-q")
-        git(project, "add", "-A")
+        url, env = kernelnix_clone(work, build_sets)
+        env = no_cache(env)
+        project = make_project(
+            EXAMPLES / "fused-scale", work / "fused-scale", url, env, ("--no-host-record",)
+        )
         # Warm-up: wheels fetched and unpacked, environments made, the bundle built once.
         nix(project, env, "build", ".#bundle")
         variants = sorted(p.name for p in (project / "result").iterdir())

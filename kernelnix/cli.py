@@ -1,18 +1,20 @@
 """The `kernelnix` command line: the group, and the glue shared by every command.
 
-Commands live in `kernelnix/commands/`, one module per concern; importing them
-at the bottom registers them on `main`.
+Commands live in `kernelnix/commands/`, one module per concern, each registered
+on `main` with `command` when its module is imported; `COMMANDS` says which
+module holds a command and what it does.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from collections.abc import Callable, Iterable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import click
 from click.shell_completion import CompletionItem
@@ -71,86 +73,113 @@ def reports_user_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-# Command name -> module under kernelnix/commands. Only the module of the command
-# being run is imported, which keeps start-up short (see benchmarks/bench_plan.py).
-COMMAND_MODULES = {
-    "check-config": "config",
-    "update-build": "config",
-    "list-variants": "plan",
-    "plan": "plan",
-    "host-record": "plan",
-    "check": "check",
-    "check-abi": "check",
-    "check-builds": "check",
-    "build": "build",
-    "build-variant": "build",
-    "create-pyproject": "build",
-    "clean-pyproject": "build",
-    "generate": "nix",
-    "build-and-copy": "nix",
-    "devshell": "nix",
-    "testshell": "nix",
-    "nix-library": "nix",
-    "init": "author",
-    "hash": "author",
-    "fill-card": "author",
-    "upload": "author",
-    "build-and-upload": "author",
-    "completion": "completion",
-    "completions": "completion",
-    "lock-wheels": "lock",
-    "schema": "schema",
-}
+class CommandEntry(NamedTuple):
+    """Where a command lives and what it does, known without importing it."""
 
-# The first sentence of each command's help. `kernelnix --help` and completing a
-# command's name show these, so that they import no command module, nor what the
-# modules import (pydantic, Jinja2, ...); tests/commands/test_cli.py checks each
-# against the command's own help.
-COMMAND_SUMMARIES = {
-    "build": "Build the variants of DIRECTORY/build.toml into DIRECTORY/build/.",
-    "build-and-copy": "Build DIRECTORY's bundle with Nix and copy its variants into "
-    "DIRECTORY/build.",
-    "build-and-upload": "Build DIRECTORY's bundle with Nix, then upload exactly what was built.",
-    "build-variant": "Build one variant of a plan into OUT/NAME/ (the step a Nix derivation runs).",
-    "check": "Check PATH: one variant directory, or a build tree of variants.",
-    "check-abi": "Check the shared libraries of DIRECTORY's variants: manylinux symbol versions "
-    "and libraries (or the macOS deployment target), Python's stable ABI (abi3) and, for "
-    "stable-ABI variants, Torch's stable ABI.",
-    "check-builds": "Parse the metadata.json of each of DIRECTORY's variants (result/, build/ "
-    "or the directory itself) and check it against the variant's name.",
-    "check-config": "Validate DIRECTORY/build.toml (any edition in use).",
-    "clean-pyproject": "Delete what create-pyproject wrote into TARGET (default: DIRECTORY) and "
-    "what `pip install -e` built into the package (_ops.py, the op libraries).",
-    "completion": "Print the completion script of SHELL for kernelnix.",
-    "completions": "Print the completion script of SHELL for kernelnix.",
-    "create-pyproject": "Write pyproject.toml and setup.py for local development into TARGET "
-    "(default: DIRECTORY, the kernel).",
-    "devshell": "Enter DIRECTORY's development shell (`nix develop`): the toolchain's "
-    "environment with `kernelnix` for `kernelnix build --local`, and "
-    "LOCAL_KERNELS=<repo-id>=$PWD/build.",
-    "fill-card": "Render DIRECTORY's card (its CARD.md template, else the default) to OUTPUT or "
-    "stdout.",
-    "generate": "Write DIRECTORY's flake.nix, kernelnix-plan.json and kernelnix-host.json.",
-    "hash": "Write the SHA-256 digest of every variant's files into its metadata.json.",
-    "host-record": "Write this machine's host record (kernelnix-host.json) for the variants of "
-    "PLAN.",
-    "init": "Create a kernel project: build.toml, a sample kernel (out = in + 1), tests, a card "
-    "template, the flake files; then `git init` and stage everything.",
-    "list-variants": "List the build variants of DIRECTORY/build.toml, one per line.",
-    "lock-wheels": "Record URL and sha256 of every wheel the toolchains fetch.",
-    "nix-library": "Print the flake URL of this kernelnix's Nix library.",
-    "plan": "Write the build plan of DIRECTORY/build.toml (JSON, every system).",
-    "schema": "Print the JSON Schema of build.toml, metadata.json, the plan or the host record.",
-    "testshell": "Enter DIRECTORY's test shell (`nix develop`): a built variant on PYTHONPATH, "
-    "in LOCAL_KERNELS and KERNEL_PATH, as `nix run .#ci-test` runs the tests.",
-    "update-build": "Rewrite a pre-edition DIRECTORY/build.toml as edition 5.",
-    "upload": "Upload the checked build variants of DIRECTORY to the Hugging Face Hub.",
+    module: str  # under kernelnix/commands
+    summary: str  # the first sentence of its help
+
+
+# Only the module of the command being run is imported, which keeps start-up
+# short (see benchmarks/bench_plan.py); `kernelnix --help` and completing a
+# command's name show the summaries, so that they import no command module, nor
+# what the modules import (pydantic, Jinja2, ...). The summary is written here
+# only: `command` puts it at the head of the command's own help.
+COMMANDS: dict[str, CommandEntry] = {
+    "build": CommandEntry(
+        "build", "Build the variants of DIRECTORY/build.toml into DIRECTORY/build/."
+    ),
+    "build-and-copy": CommandEntry(
+        "nix", "Build DIRECTORY's bundle with Nix and copy its variants into DIRECTORY/build."
+    ),
+    "build-and-upload": CommandEntry(
+        "author", "Build DIRECTORY's bundle with Nix, then upload exactly what was built."
+    ),
+    "build-variant": CommandEntry(
+        "build", "Build one variant of a plan into OUT/NAME/ (the step a Nix derivation runs)."
+    ),
+    "check": CommandEntry(
+        "check", "Check PATH: one variant directory, or a build tree of variants."
+    ),
+    "check-abi": CommandEntry(
+        "check",
+        "Check the shared libraries of DIRECTORY's variants: manylinux symbol versions and "
+        "libraries (or the macOS deployment target), Python's stable ABI (abi3) and, for "
+        "stable-ABI variants, Torch's stable ABI.",
+    ),
+    "check-builds": CommandEntry(
+        "check",
+        "Parse the metadata.json of each of DIRECTORY's variants (result/, build/ or the "
+        "directory itself) and check it against the variant's name.",
+    ),
+    "check-config": CommandEntry("config", "Validate DIRECTORY/build.toml (any edition in use)."),
+    "clean-pyproject": CommandEntry(
+        "build",
+        "Delete what create-pyproject wrote into TARGET (default: DIRECTORY) and what "
+        "`pip install -e` built into the package (_ops.py, the op libraries).",
+    ),
+    "completion": CommandEntry("completion", "Print the completion script of SHELL for kernelnix."),
+    "create-pyproject": CommandEntry(
+        "build",
+        "Write pyproject.toml and setup.py for local development into TARGET (default: "
+        "DIRECTORY, the kernel).",
+    ),
+    "devshell": CommandEntry(
+        "nix",
+        "Enter DIRECTORY's development shell (`nix develop`): the toolchain's environment with "
+        "`kernelnix` for `kernelnix build --local`, and LOCAL_KERNELS=<repo-id>=$PWD/build.",
+    ),
+    "fill-card": CommandEntry(
+        "author",
+        "Render DIRECTORY's card (its CARD.md template, else the default) to OUTPUT or stdout.",
+    ),
+    "generate": CommandEntry(
+        "nix", "Write DIRECTORY's flake.nix, kernelnix-plan.json and kernelnix-host.json."
+    ),
+    "hash": CommandEntry(
+        "author", "Write the SHA-256 digest of every variant's files into its metadata.json."
+    ),
+    "host-record": CommandEntry(
+        "plan", "Write this machine's host record (kernelnix-host.json) for the variants of PLAN."
+    ),
+    "init": CommandEntry(
+        "author",
+        "Create a kernel project: build.toml, a sample kernel (out = in + 1), tests, a card "
+        "template, the flake files; then `git init` and stage everything.",
+    ),
+    "list-variants": CommandEntry(
+        "plan", "List the build variants of DIRECTORY/build.toml, one per line."
+    ),
+    "lock-wheels": CommandEntry(
+        "lock", "Record URL and sha256 of every wheel the toolchains fetch."
+    ),
+    "nix-library": CommandEntry("nix", "Print the flake URL of this kernelnix's Nix library."),
+    "plan": CommandEntry(
+        "plan", "Write the build plan of DIRECTORY/build.toml (JSON, every system)."
+    ),
+    "schema": CommandEntry(
+        "schema",
+        "Print the JSON Schema of build.toml, metadata.json, the plan or the host record.",
+    ),
+    "testshell": CommandEntry(
+        "nix",
+        "Enter DIRECTORY's test shell (`nix develop`): a built variant on PYTHONPATH, in "
+        "LOCAL_KERNELS and KERNEL_PATH, as `nix run .#ci-test` runs the tests.",
+    ),
+    "update-build": CommandEntry(
+        "config", "Rewrite a pre-edition DIRECTORY/build.toml as edition 5."
+    ),
+    "upload": CommandEntry(
+        "author", "Upload the checked build variants of DIRECTORY to the Hugging Face Hub."
+    ),
 }
+# kernel-builder's name for `completion`: the same command under a second name.
+COMMANDS["completions"] = COMMANDS["completion"]
 
 
 def _short_help(name: str, limit: int = 45) -> str:
     """The short help click makes of the command's summary, the way it would of its help."""
-    return click.Command(name, help=COMMAND_SUMMARIES[name]).get_short_help_str(limit)
+    return click.Command(name, help=COMMANDS[name].summary).get_short_help_str(limit)
 
 
 class LazyGroup(click.Group):
@@ -158,11 +187,11 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands:
-            module = COMMAND_MODULES.get(cmd_name)
-            if module is None:
+            entry = COMMANDS.get(cmd_name)
+            if entry is None:
                 _register_commands()
             else:
-                importlib.import_module(f"kernelnix.commands.{module}")
+                importlib.import_module(f"kernelnix.commands.{entry.module}")
         return super().get_command(ctx, cmd_name)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -171,14 +200,14 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # click's own layout, from the summaries: `kernelnix --help` imports no command.
-        names = sorted(COMMAND_MODULES)
+        names = sorted(COMMANDS)
         limit = formatter.width - 6 - max(map(len, names))
         with formatter.section("Commands"):
             formatter.write_dl([(name, _short_help(name, limit)) for name in names])
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
         # A command's name completes from the summaries too; options as click does.
-        names = [name for name in sorted(COMMAND_MODULES) if name.startswith(incomplete)]
+        names = [name for name in sorted(COMMANDS) if name.startswith(incomplete)]
         return [
             CompletionItem(name, help=_short_help(name)) for name in names
         ] + click.Command.shell_complete(self, ctx, incomplete)
@@ -214,5 +243,16 @@ def main() -> None:
 
 
 def _register_commands() -> None:
-    for module in sorted(set(COMMAND_MODULES.values())):
+    for module in sorted({entry.module for entry in COMMANDS.values()}):
         importlib.import_module(f"kernelnix.commands.{module}")
+
+
+def command(name: str, details: str | None = None, **attrs: Any) -> Callable[[F], click.Command]:
+    """`main.command(name, **attrs)`, its help the summary in COMMANDS followed by
+    `details` (default: the function's docstring, which so holds no summary)."""
+
+    def decorate(func: F) -> click.Command:
+        text = inspect.cleandoc(details or func.__doc__ or "")
+        return main.command(name, help=f"{COMMANDS[name].summary}\n\n{text}", **attrs)(func)
+
+    return decorate

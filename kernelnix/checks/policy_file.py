@@ -4,7 +4,8 @@ A policy file is a JSON list of policies with auditwheel's keys. kernelnix's
 own files (kernelnix/data/policies/) may add the `kernelnix_*` extras; any
 other key, a wrong type or a malformed version is an error naming the file and
 the key path. auditwheel's file goes through the same model, so both are read
-one way.
+one way: kernelnix's file model and its one translator of pydantic's errors
+(kernelnix.config.issues), with auditwheel's snake_case keys.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
-from kernelnix.core.diagnostics import Diagnostic, UserError
+from kernelnix.config.base import FileModel
+from kernelnix.core.diagnostics import Diagnostic, UserError, format_key_path
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable  # Python 3.11+: only for type checking
+
+    from kernelnix.config.issues import Issue
 
 # A number (`2.27`, `1.2.0.8`) or a name that starts with a capital (`TM_1`, `LDBL_3.4`).
 SymbolVersion = Annotated[
@@ -28,10 +32,11 @@ NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 FIX = "correct the policy file (format: kernelnix/data/policies/README.md)"
 
 
-class PolicyEntry(BaseModel):
+class PolicyEntry(FileModel):
     """One policy as auditwheel writes it, with kernelnix's optional extras."""
 
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+    # auditwheel's keys are snake_case, the file model's kebab-case.
+    model_config = ConfigDict(alias_generator=None)
 
     name: NonEmpty
     aliases: list[NonEmpty]
@@ -83,47 +88,42 @@ def _read_text(file: Traversable) -> str:
 def parse_policy_file(text: str, file: str) -> list[PolicyEntry]:
     """The policies in one file's text; UserError (every problem, with key paths) if malformed."""
     try:
-        return _POLICY_FILE.validate_json(text, strict=True)
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UserError.single(f"not valid JSON: {exc}", file=file, fix=FIX) from None
+    try:
+        return _POLICY_FILE.validate_python(data, strict=True)
     except ValidationError as exc:
-        raise UserError([_diagnostic(error, file) for error in exc.errors()]) from None
+        from kernelnix.config.issues import issues_of  # only a bad file pays for it
+
+        issues = issues_of(exc, list[PolicyEntry])
+        raise UserError([_diagnostic(issue, file) for issue in issues]) from None
 
 
-def _diagnostic(error: Any, file: str) -> Diagnostic:
-    loc = tuple(error["loc"])
-    kind = error["type"]
-    if kind == "json_invalid":
-        message = f"not valid JSON: {error['ctx']['error']}"
-    elif kind == "extra_forbidden":
-        message = (
-            f"unknown key {loc[-1]!r}; expected auditwheel's keys ({', '.join(AUDITWHEEL_KEYS)}) "
-            f"or kernelnix's extras ({', '.join(EXTRA_KEYS)})"
-        )
-    elif not loc:
-        found = _shown(error["input"])
+def _diagnostic(issue: Issue, file: str) -> Diagnostic:
+    """The issue in the words of auditwheel's format."""
+    if not issue.loc:
+        found = _shown(issue.value)
         message = f"expected a JSON list of policies (auditwheel's format), found {found}"
-    elif kind == "missing":
+    elif issue.kind == "extra_forbidden":
+        message = (
+            f"unknown key {issue.loc[-1]!r}; expected auditwheel's keys "
+            f"({', '.join(AUDITWHEEL_KEYS)}) or kernelnix's extras ({', '.join(EXTRA_KEYS)})"
+        )
+    elif issue.kind == "missing":
         message = "missing key (auditwheel's policy format requires it)"
-    elif kind == "string_pattern_mismatch":
+    elif issue.kind == "string_pattern_mismatch":
         message = (
             "expected a symbol version: a number such as 2.27 or a name such as TM_1, "
-            f"found {_shown(error['input'])}"
+            f"found {_shown(issue.value)}"
         )
+    elif issue.kind == "string_too_short":
+        message = "expected a non-empty string"
     else:
-        message = f"{error['msg']}, found {_shown(error['input'])}"
-    return Diagnostic(message, file=file, key=key_path(loc) or None, fix=FIX)
+        message = issue.message
+    return Diagnostic(message, file=file, key=format_key_path(issue.loc) or None, fix=FIX)
 
 
 def _shown(value: Any) -> str:
     text = json.dumps(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def key_path(loc: tuple[str | int, ...]) -> str:
-    """`[0].symbol_versions.x86_64.GLIBC[2]` for pydantic's location tuple."""
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else part
-    return text

@@ -10,7 +10,14 @@ from typing import Any
 
 import click
 
-from kernelnix.cli import DIR_ARGUMENT, F, exits_on, main, print_warnings, reports_user_errors
+from kernelnix.cli import (
+    DIR_ARGUMENT,
+    F,
+    command,
+    exits_on,
+    print_warnings,
+    reports_user_errors,
+)
 from kernelnix.commands.nix import nix_options
 from kernelnix.config import load_config
 from kernelnix.config.types import BACKENDS
@@ -53,7 +60,7 @@ def default_backends() -> list[str]:
     return ["metal"] if sys.platform == "darwin" else ["cuda"]
 
 
-@main.command("init", cls=SpreadValues)
+@command("init", cls=SpreadValues)
 @click.argument("path", required=False)
 @click.option("--name", metavar="OWNER/REPO", help="The kernel's Hub repository.")
 @click.option(
@@ -69,10 +76,7 @@ def default_backends() -> list[str]:
 def init_command(
     path: str | None, name: str | None, backends: tuple[str, ...], license_: str, overwrite: bool
 ) -> None:
-    """Create a kernel project: build.toml, a sample kernel (out = in + 1), tests,
-    a card template, the flake files; then `git init` and stage everything.
-
-    The directory is ./REPO of --name OWNER/REPO, or PATH. Without --name,
+    """The directory is ./REPO of --name OWNER/REPO, or PATH. Without --name,
     PATH is the name when it reads OWNER/REPO, else the directory (default:
     the current one), whose name is the repository's; the owner is then the
     user logged in to the Hub (`hf auth login`).
@@ -95,13 +99,11 @@ def init_command(
     click.echo(f"Initialized {names.repo_id} in {display_path(directory)}")
 
 
-@main.command("hash")
+@command("hash")
 @DIR_ARGUMENT
 @reports_user_errors
 def hash_command(directory: Path) -> None:
-    """Write the SHA-256 digest of every variant's files into its metadata.json.
-
-    DIRECTORY is a variant, or holds variants in result/, build/ or itself.
+    """DIRECTORY is a variant, or holds variants in result/, build/ or itself.
     The `kernels` loader checks the digest of signed variants.
 
     \b
@@ -115,14 +117,12 @@ def hash_command(directory: Path) -> None:
         click.echo(f"hashed {display_path(variant)}: {len(digest.files)} files")
 
 
-@main.command("fill-card")
+@command("fill-card")
 @DIR_ARGUMENT
 @click.argument("output", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @reports_user_errors
 def fill_card_command(directory: Path, output: Path | None) -> None:
-    """Render DIRECTORY's card (its CARD.md template, else the default) to OUTPUT or stdout.
-
-    \b
+    """\b
     Examples:
       kernelnix fill-card examples/relu build/CARD.md
       kernelnix fill-card examples/relu | less
@@ -239,7 +239,7 @@ def _report_upload(result: UploadResult) -> None:
     click.echo(f"{done} {result.url}")
 
 
-@main.command("upload")
+@command("upload")
 @DIR_ARGUMENT
 @click.option(
     "--variants-from",
@@ -252,9 +252,7 @@ def _report_upload(result: UploadResult) -> None:
 @reports_user_errors
 @reports_hub_errors
 def upload_command(directory: Path, **options: Any) -> None:
-    """Upload the checked build variants of DIRECTORY to the Hugging Face Hub.
-
-    Variants go to build/<variant>/ on the version branch, benchmarks/benchmark*.py
+    """Variants go to build/<variant>/ on the version branch, benchmarks/benchmark*.py
     beside them, the card to README.md on main. A variant that fails the
     post-build checks is refused. Logs in with HF_TOKEN or `hf auth login`.
 
@@ -267,7 +265,7 @@ def upload_command(directory: Path, **options: Any) -> None:
     _upload(directory, **options)
 
 
-@main.command("build-and-upload")
+@command("build-and-upload")
 @DIR_ARGUMENT
 @click.option("--variant", metavar="NAME", help="Build and upload only this variant.")
 @upload_options
@@ -280,9 +278,7 @@ def build_and_upload_command(
     nix: NixOptions,
     **options: Any,
 ) -> None:
-    """Build DIRECTORY's bundle with Nix, then upload exactly what was built.
-
-    The bundle goes to DIRECTORY/result and is copied to DIRECTORY/build; what
+    """The bundle goes to DIRECTORY/result and is copied to DIRECTORY/build; what
     is uploaded is its store path, whatever else result/ or build/ held before.
 
     With --variant, only that variant is built (into DIRECTORY/result) and uploaded.

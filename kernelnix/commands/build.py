@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kernelnix.cli import DIR_ARGUMENT, exits_on, main, print_warnings, reports_user_errors
+from kernelnix.cli import DIR_ARGUMENT, command, exits_on, print_warnings, reports_user_errors
 from kernelnix.commands.nix import nix_options
 from kernelnix.compile import BuildError, build_variant
 from kernelnix.compile.dependencies import dependency_locations
@@ -48,7 +48,7 @@ UNIQUE_ID_OPTION = click.option(
 reports_build_errors = exits_on(BuildError, "build failed: ")
 
 
-@main.command("build")
+@command("build")
 @DIR_ARGUMENT
 @click.option(
     "--local", is_flag=True, help="Build with this machine's compilers and Torch, no Nix."
@@ -77,9 +77,7 @@ def build_command(
     no_progress: bool,
     nix: NixOptions,
 ) -> None:
-    """Build the variants of DIRECTORY/build.toml into DIRECTORY/build/.
-
-    With --local, every variant this machine can build (its system, its
+    """With --local, every variant this machine can build (its system, its
     Torch, its compilers) is built without Nix; the others are listed with
     the reason. The results are not redistributable. Several variants show
     one progress line each on stderr; on a terminal, their build output goes
@@ -130,7 +128,7 @@ def build_command(
         )
 
 
-@main.command("build-variant")
+@command("build-variant")
 @click.option(
     "--plan",
     "plan_path",
@@ -156,8 +154,8 @@ def build_command(
 @click.option(
     "--kernel-git",
     metavar="REV",
-    help="The kernel's commit for the metadata's provenance: COMMIT, COMMIT-dirty, "
-    "or '' when unknown (default: the one the plan recorded).",
+    help="The kernel's commit for the metadata's provenance: COMMIT (all 40 or 64 hex "
+    "digits), COMMIT-dirty, or '' when unknown (default: the one the plan recorded).",
 )
 @click.option("--toolchain", type=click.Choice(TOOLCHAINS), default="host", show_default=True)
 @click.option("--redistributable", is_flag=True, help="Hold the result to the default policy.")
@@ -192,9 +190,7 @@ def build_variant_command(
     dependencies: tuple[str, ...],
     work_dir: Path | None,
 ) -> None:
-    """Build one variant of a plan into OUT/NAME/ (the step a Nix derivation runs).
-
-    \b
+    """\b
     Examples:
       kernelnix build-variant --plan kernelnix-plan.json \\
         --variant torch213-cxx11-cpu-x86_64-linux --source . --out "$out"
@@ -225,7 +221,7 @@ TARGET_ARGUMENT = click.argument(
 )
 
 
-@main.command("create-pyproject")
+@command("create-pyproject")
 @DIR_ARGUMENT
 @TARGET_ARGUMENT
 @click.option("-f", "--force", is_flag=True, help="Overwrite files that exist.")
@@ -243,10 +239,7 @@ def create_pyproject_command(
     kernel_sha: str | None,
     kernel_dirty: bool,
 ) -> None:
-    """Write pyproject.toml and setup.py for local development into TARGET
-    (default: DIRECTORY, the kernel).
-
-    `pip install --no-build-isolation -e TARGET` then builds the variant of
+    """`pip install --no-build-isolation -e TARGET` then builds the variant of
     this machine with kernelnix's CMake project and writes
     compile_commands.json for IDEs. --unique-id, --kernel-sha and
     --kernel-dirty are recorded in setup.py for that build.
@@ -267,7 +260,7 @@ def create_pyproject_command(
         click.echo(f"wrote {path}")
 
 
-@main.command("clean-pyproject")
+@command("clean-pyproject")
 @DIR_ARGUMENT
 @TARGET_ARGUMENT
 @click.option("-d", "--dry-run", is_flag=True, help="List the files; delete nothing.")
@@ -281,10 +274,7 @@ def create_pyproject_command(
 def clean_pyproject_command(
     directory: Path, target: Path | None, dry_run: bool, force: bool, ops_id: str | None
 ) -> None:
-    """Delete what create-pyproject wrote into TARGET (default: DIRECTORY) and
-    what `pip install -e` built into the package (_ops.py, the op libraries).
-
-    Files of those names that kernelnix did not write are kept. Asks before
+    """Files of those names that kernelnix did not write are kept. Asks before
     deleting unless -f.
 
     \b

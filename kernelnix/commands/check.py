@@ -16,7 +16,7 @@ from kernelnix.checks.policy import DEFAULT_POLICY
 from kernelnix.checks.report import CheckReport, render_reports, reports_json
 from kernelnix.checks.rules import BINARY_RULES, METADATA_RULES, VariantRule
 from kernelnix.checks.runner import check_tree, discover_variants, validate_options
-from kernelnix.cli import DIR_ARGUMENT, F, main, reports_user_errors
+from kernelnix.cli import DIR_ARGUMENT, F, command, reports_user_errors
 from kernelnix.core.diagnostics import Diagnostic, UserError
 from kernelnix.core.version import Version
 
@@ -128,7 +128,7 @@ def check_rules(path: Path, options: CheckOptions, rules: list[VariantRule]) -> 
     return [_report(variant, options, rules) for variant in discover_variants(path)]
 
 
-@click.command("check")
+@command("check")
 @click.argument("path", required=False, default=".", type=click.Path(path_type=Path))
 @click.option(
     "--policy",
@@ -146,9 +146,7 @@ def check_rules(path: Path, options: CheckOptions, rules: list[VariantRule]) -> 
 )
 @reports_user_errors
 def check(policy: str | None, path: Path, no_import: bool, as_json: bool, **abi: Any) -> None:
-    """Check PATH: one variant directory, or a build tree of variants.
-
-    Layout, metadata, Python sources (imports, op namespaces), shared
+    """Layout, metadata, Python sources (imports, op namespaces), shared
     libraries (symbol versions, needed libraries, search paths, Python and
     Torch stable ABI, macOS deployment target) and an import through the
     `kernels` loader. Each variant is held to the policy its build recorded
@@ -165,7 +163,7 @@ def check(policy: str | None, path: Path, no_import: bool, as_json: bool, **abi:
     _print_reports(reports, as_json)
 
 
-@click.command("check-abi")
+@command("check-abi")
 @DIR_ARGUMENT
 @click.option(
     "-m",
@@ -178,11 +176,7 @@ def check(policy: str | None, path: Path, no_import: bool, as_json: bool, **abi:
 @abi_options
 @reports_user_errors
 def check_abi(directory: Path, manylinux: str, as_json: bool, **abi: Any) -> None:
-    """Check the shared libraries of DIRECTORY's variants: manylinux symbol
-    versions and libraries (or the macOS deployment target), Python's stable
-    ABI (abi3) and, for stable-ABI variants, Torch's stable ABI.
-
-    Variants are found as `kernelnix check` finds them (result/, build/, the
+    """Variants are found as `kernelnix check` finds them (result/, build/, the
     directory itself); only the shared-library rules run. Exit code 1 when a
     library has violations, 2 for bad input.
 
@@ -195,15 +189,12 @@ def check_abi(directory: Path, manylinux: str, as_json: bool, **abi: Any) -> Non
     _print_reports(reports, as_json)
 
 
-@click.command("check-builds")
+@command("check-builds")
 @DIR_ARGUMENT
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
 @reports_user_errors
 def check_builds(directory: Path, as_json: bool) -> None:
-    """Parse the metadata.json of each of DIRECTORY's variants (result/, build/
-    or the directory itself) and check it against the variant's name.
-
-    Exit code 1 when a variant's metadata is missing or invalid, 2 when there
+    """Exit code 1 when a variant's metadata is missing or invalid, 2 when there
     are no variants.
 
     \b
@@ -213,8 +204,3 @@ def check_builds(directory: Path, as_json: bool) -> None:
     """
     reports = check_rules(directory, CheckOptions(import_check=False), METADATA_RULES)
     _print_reports(reports, as_json)
-
-
-main.add_command(check)
-main.add_command(check_abi)
-main.add_command(check_builds)

@@ -9,7 +9,7 @@ import click
 from click.shell_completion import get_completion_class
 
 import kernelnix.shells  # noqa: F401  (registers elvish and powershell)
-from kernelnix.cli import main
+from kernelnix.cli import command, main
 
 PROG_NAME = "kernelnix"
 # The variable click's completion protocol reads (`_<PROG>_COMPLETE=bash_complete`).
@@ -17,12 +17,10 @@ COMPLETE_VAR = "_KERNELNIX_COMPLETE"
 SHELLS = ("bash", "zsh", "fish", "elvish", "powershell")
 
 
-@main.command("completion")
+@command("completion")
 @click.argument("shell", type=click.Choice(SHELLS))
 def completion_command(shell: str) -> None:
-    """Print the completion script of SHELL for kernelnix.
-
-    Commands, options and their choices complete; paths complete as files.
+    """Commands, options and their choices complete; paths complete as files.
     `completions` is the same command under kernel-builder's name.
 
     \b

@@ -7,20 +7,18 @@ from pathlib import Path
 
 import click
 
-from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
+from kernelnix.cli import DIR_ARGUMENT, command, print_warnings, reports_user_errors
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.gate.check_config import config_problems
 
 
-@main.command("check-config")
+@command("check-config")
 @DIR_ARGUMENT
 @click.option("--json", "as_json", is_flag=True, help="Print the normalized edition-5 config.")
 @reports_user_errors
 def check_config(directory: Path, as_json: bool) -> None:
-    """Validate DIRECTORY/build.toml (any edition in use).
-
-    Checks the file and everything a plan, the generated project or a build
+    """Checks the file and everything a plan, the generated project or a build
     would reject for the config's sake (missing sources, unknown
     python-depends, unsafe flags, bounds that match nothing, ...). Every problem
     is reported at once, with file, key path and line; exit code 2 when any is
@@ -47,14 +45,12 @@ def check_config(directory: Path, as_json: bool) -> None:
         )
 
 
-@main.command("update-build")
+@command("update-build")
 @DIR_ARGUMENT
 @click.option("--dry-run", is_flag=True, help="Print the diff; write nothing.")
 @reports_user_errors
 def update_build(directory: Path, dry_run: bool) -> None:
-    """Rewrite a pre-edition DIRECTORY/build.toml as edition 5.
-
-    Comments and key order are kept; the file is replaced atomically.
+    """Comments and key order are kept; the file is replaced atomically.
 
     \b
     Examples:

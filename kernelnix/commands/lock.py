@@ -1,4 +1,4 @@
-"""`kernelnix lock-wheels`: fill kernelnix/data/wheel-lock.json (kernelnix.variants.wheels)."""
+"""`kernelnix lock-wheels`: fill kernelnix/data/wheel-lock.json (kernelnix.host.hermetic_wheels)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from kernelnix.cli import main
-from kernelnix.variants.host_wheels import DEFAULT_PYTHON_TAGS, lock_host_file
-from kernelnix.variants.wheels import LOCK_FILE, PYPI_SIMPLE, lock
+from kernelnix.cli import command
+from kernelnix.host.hermetic_wheels import LOCK_FILE, PYPI_SIMPLE, lock
+from kernelnix.host.host_wheels import DEFAULT_PYTHON_TAGS, lock_host_file
 
 
-@main.command("lock-wheels")
+@command("lock-wheels")
 @click.option(
     "--index",
     "indexes",
@@ -52,9 +52,7 @@ def lock_wheels(
     lock_file: Path,
     python_tags: tuple[str, ...],
 ) -> None:
-    """Record URL and sha256 of every wheel the toolchains fetch.
-
-    The wheels are named by matrix.json (Torch releases, a flavor per backend,
+    """The wheels are named by matrix.json (Torch releases, a flavor per backend,
     the Python tag); hashes come from the package indexes, which publish them.
     Run it in the kernelnix checkout on a machine with network access after
     changing matrix.json, then commit the lock file. Wheels it cannot find are

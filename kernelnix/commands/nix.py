@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
+from kernelnix.cli import DIR_ARGUMENT, command, print_warnings, reports_user_errors
 from kernelnix.config import load_config
 from kernelnix.project.generate import generate
 from kernelnix.project.library import library_url
@@ -49,7 +49,7 @@ def nix_options(func: Any) -> Any:
     return decorated
 
 
-@main.command("generate")
+@command("generate")
 @DIR_ARGUMENT
 @click.option(
     "--kernelnix-url",
@@ -77,9 +77,7 @@ def generate_command(
     force: bool,
     no_host_record: bool,
 ) -> None:
-    """Write DIRECTORY's flake.nix, kernelnix-plan.json and kernelnix-host.json.
-
-    Run it after editing build.toml: the flake refuses a stale plan. A flake.nix
+    """Run it after editing build.toml: the flake refuses a stale plan. A flake.nix
     you edited is kept unless --force is given. Nix sees only files git tracks:
     `git add` the new files.
 
@@ -103,12 +101,10 @@ def generate_command(
         click.echo(f"note: {note}", err=True)
 
 
-@main.command("nix-library")
+@command("nix-library")
 @reports_user_errors
 def nix_library_command() -> None:
-    """Print the flake URL of this kernelnix's Nix library.
-
-    A wheel carries the library (kernelnix/data/flake); a source checkout is one.
+    """A wheel carries the library (kernelnix/data/flake); a source checkout is one.
     kernelnix's own commands pass it to Nix as a generated flake's `kernelnix`
     input; for plain `nix build`, register it once.
 
@@ -120,14 +116,12 @@ def nix_library_command() -> None:
     click.echo(library_url())
 
 
-@main.command("build-and-copy")
+@command("build-and-copy")
 @DIR_ARGUMENT
 @nix_options
 @reports_user_errors
 def build_and_copy_command(directory: Path, nix: NixOptions) -> None:
-    """Build DIRECTORY's bundle with Nix and copy its variants into DIRECTORY/build.
-
-    \b
+    """\b
     Examples:
       kernelnix build-and-copy examples/relu
       kernelnix build-and-copy -L --max-jobs 2 --cores 8 .
@@ -135,25 +129,21 @@ def build_and_copy_command(directory: Path, nix: NixOptions) -> None:
     build_and_copy(directory, nix)
 
 
-def shell_command(name: str, help_text: str) -> None:
+def shell_command(name: str, details: str) -> None:
     """Register `kernelnix <name>`: `nix develop` on one of the kernel's shells."""
 
-    @main.command(name, help=help_text)
+    @command(name, details)
     @DIR_ARGUMENT
     @click.option("--variant", metavar="NAME", help="The shell of this variant.")
     @nix_options
     @reports_user_errors
-    def command(directory: Path, variant: str | None, nix: NixOptions) -> None:
+    def shell(directory: Path, variant: str | None, nix: NixOptions) -> None:
         enter_shell(directory, name, variant, nix)
 
 
 shell_command(
     "devshell",
-    """Enter DIRECTORY's development shell (`nix develop`): the toolchain's
-    environment with `kernelnix` for `kernelnix build --local`, and
-    LOCAL_KERNELS=<repo-id>=$PWD/build.
-
-    Without --variant, the shell of the best variant this machine builds.
+    """Without --variant, the shell of the best variant this machine builds.
 
     \b
     Examples:
@@ -163,9 +153,7 @@ shell_command(
 )
 shell_command(
     "testshell",
-    """Enter DIRECTORY's test shell (`nix develop`): a built variant on
-    PYTHONPATH, in LOCAL_KERNELS and KERNEL_PATH, as `nix run .#ci-test` runs
-    the tests. Nix builds the variant first if needed.
+    """Nix builds the variant first if needed.
 
     Without --variant, the best variant this machine builds.
 

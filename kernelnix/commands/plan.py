@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from kernelnix.cli import DIR_ARGUMENT, main, print_warnings, reports_user_errors
+from kernelnix.cli import DIR_ARGUMENT, command, print_warnings, reports_user_errors
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.fileio import write_atomic
@@ -19,7 +19,7 @@ from kernelnix.variants.matrix import load_matrix, read_build_sets
 from kernelnix.variants.names import parse_variant_name
 
 
-@main.command("list-variants")
+@command("list-variants")
 @DIR_ARGUMENT
 @click.option(
     "--system",
@@ -39,9 +39,7 @@ from kernelnix.variants.names import parse_variant_name
 def list_variants(
     directory: Path, system: str | None, all_systems: bool, as_json: bool, nix: bool, arch: bool
 ) -> None:
-    """List the build variants of DIRECTORY/build.toml, one per line.
-
-    Names follow the Hub grammar, e.g. torch213-cxx11-cu126-x86_64-linux.
+    """Names follow the Hub grammar, e.g. torch213-cxx11-cu126-x86_64-linux.
 
     \b
     Examples:
@@ -129,7 +127,7 @@ def _systems_option(system: str | None, all_systems: bool) -> tuple[str, ...] | 
     return (chosen,)
 
 
-@main.command("plan")
+@command("plan")
 @DIR_ARGUMENT
 @click.option("--unique-id", help="Unique part of the op namespace (default: git tree id).")
 @click.option(
@@ -149,9 +147,7 @@ def _systems_option(system: str | None, all_systems: bool) -> tuple[str, ...] | 
 def plan_command(
     directory: Path, unique_id: str | None, output: Path | None, matrix_file: Path | None
 ) -> None:
-    """Write the build plan of DIRECTORY/build.toml (JSON, every system).
-
-    \b
+    """\b
     Examples:
       kernelnix plan examples/relu
       kernelnix plan examples/relu -o /tmp/relu-plan.json --unique-id dev
@@ -171,7 +167,7 @@ def plan_command(
     )
 
 
-@main.command("host-record")
+@command("host-record")
 @click.argument("plan_path", metavar="PLAN", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "-o",
@@ -181,9 +177,7 @@ def plan_command(
 )
 @reports_user_errors
 def host_record_command(plan_path: Path, output: Path | None) -> None:
-    """Write this machine's host record (kernelnix-host.json) for the variants of PLAN.
-
-    The host toolchain builds what the record says this Python, Torch and these
+    """The host toolchain builds what the record says this Python, Torch and these
     compilers can build. `kernelnix generate` writes it next to flake.nix; a flake
     without one runs this command during evaluation.
 

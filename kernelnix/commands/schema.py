@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kernelnix.cli import main
+from kernelnix.cli import command
 from kernelnix.config.json_schema import build_toml_schema
 from kernelnix.config.markdown import markdown_tables
 from kernelnix.host.record import host_record_schema
@@ -36,7 +36,7 @@ def key_tables_text() -> str:
     return "\n".join(f"## {name}\n\n{table}" for name, table in tables.items())
 
 
-@main.command("schema")
+@command("schema")
 @click.argument("document", type=click.Choice(list(SCHEMAS)))
 @click.option(
     "--markdown",
@@ -44,9 +44,7 @@ def key_tables_text() -> str:
     help="Print build.toml's key tables instead, as docs/build-toml.md has them.",
 )
 def schema_command(document: str, markdown: bool) -> None:
-    """Print the JSON Schema of build.toml, metadata.json, the plan or the host record.
-
-    Generated from the models kernelnix validates with; the same files ship in
+    """Generated from the models kernelnix validates with; the same files ship in
     kernelnix/data/schema/. `plan` and `host-record` are the files Python writes
     for Nix (kernelnix-plan.json, kernelnix-host.json). An editor that reads JSON
     Schemas (taplo, Even Better TOML) checks build.toml as you type: see

@@ -25,7 +25,7 @@ from kernelnix.host.environments import (
 )
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.system import current_system
-from kernelnix.plan.model import Plan
+from kernelnix.plan.model import PLAN_FILE, Plan
 
 BUILD_DIR = "build"
 WORK_DIR = ".build"
@@ -66,6 +66,7 @@ def build_planned(
     reasons = _reasons(plan, system, variant)
     result = LocalBuild(skipped={name: reason for name, reason in reasons.items() if reason})
     out_dir = directory / BUILD_DIR
+    plan_file = _PlanFile(plan, out_dir / WORK_DIR / PLAN_FILE)
     stream = sys.stderr if progress and len(reasons) > 1 else None
     with Progress(list(reasons), stream) as display:
         for name in result.skipped:
@@ -81,14 +82,30 @@ def build_planned(
                     )
                 else:
                     built = _build_in_environment(
-                        plan, system, name, directory, out_dir, jobs, environment
+                        plan_file.written(), system, name, directory, out_dir, jobs, environment
                     )
             result.built.append(built)
     return result
 
 
+@dataclass
+class _PlanFile:
+    """The plan as the build steps run in wheel environments read it: written once
+    per `build --local`, when the first of them needs it."""
+
+    plan: Plan
+    path: Path
+    done: bool = False
+
+    def written(self) -> Path:
+        if not self.done:
+            write_atomic(self.path, self.plan.to_json())
+            self.done = True
+        return self.path
+
+
 def _build_in_environment(
-    plan: Plan,
+    plan_file: Path,
     system: str,
     name: str,
     directory: Path,
@@ -100,8 +117,6 @@ def _build_in_environment(
     variant's locked wheels (kernelnix.host.environments), not this Python's."""
     root = materialize(environment, log=lambda line: print(line, flush=True))
     work = out_dir / WORK_DIR
-    plan_file = work / "kernelnix-plan.json"
-    write_atomic(plan_file, plan.to_json())
     command = [
         sys.executable,
         "-m",

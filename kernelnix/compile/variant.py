@@ -38,7 +38,12 @@ from kernelnix.emit.cmake import cmake_project, noarch_ops_py, write_project
 from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
 from kernelnix.plan.gencode import capability_base, cuda_gencode
 from kernelnix.plan.ids import check_unique_id
-from kernelnix.plan.metadata import BuildProvenance, python_packages, unknown_provenance
+from kernelnix.plan.metadata import (
+    GIT_COMMIT,
+    BuildProvenance,
+    python_packages,
+    unknown_provenance,
+)
 from kernelnix.plan.model import KernelGitState, Plan, PlanVariant
 
 
@@ -153,12 +158,13 @@ def with_cuda_archs(plan: Plan, requested: list[str]) -> Plan:
     return restricted
 
 
-_REVISION = re.compile(r"(?P<commit>[0-9a-f]{7,40})(?P<dirty>-dirty)?")
+_REVISION = re.compile(rf"(?P<commit>{GIT_COMMIT.pattern})(?P<dirty>-dirty)?")
 
 
 def apply_kernel_revision(plan: Plan, revision: str) -> Plan:
     """`plan` with the kernel commit the build really has: `<commit>`,
     `<commit>-dirty`, or "" when unknown (provenance then names none).
+    The commit is what the `kernels` loader accepts in metadata.json: a full one.
 
     A plan records the commit of when it was written, and Nix rewrites it only
     when build.toml changes; the flake passes `self.rev` here instead.
@@ -166,11 +172,17 @@ def apply_kernel_revision(plan: Plan, revision: str) -> Plan:
     match = _REVISION.fullmatch(revision)
     if revision and match is None:
         raise UserError.single(
-            f"invalid kernel revision {revision!r}",
+            f"invalid kernel revision {revision!r}: expected a full git commit (40 or 64 hex "
+            "digits, what the `kernels` loader accepts in metadata.json), optionally "
+            "followed by -dirty, or an empty string when unknown",
             key="--kernel-git",
-            fix="pass a git commit (hex), optionally followed by -dirty, or an empty string",
+            fix="pass the whole commit, e.g. --kernel-git $(git rev-parse HEAD)",
         )
-    kernel = KernelGitState(commit=match["commit"], dirty=bool(match["dirty"])) if match else None
+    kernel = (
+        KernelGitState(commit=match["commit"].lower(), dirty=bool(match["dirty"]))
+        if match
+        else None
+    )
     return plan.with_kernel_git(kernel)
 
 

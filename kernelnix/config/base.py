@@ -1,4 +1,7 @@
-"""The base of every model of a file kernelnix reads: build.toml's tables and metadata.json.
+"""The base of every model of a file kernelnix reads: build.toml's tables, metadata.json,
+the plan, the host record, matrix.json's build sets and the check policies (whose
+model keeps auditwheel's snake_case keys); pydantic's errors on any of them are
+translated by one function, kernelnix.config.issues.issues_of.
 
 Keys are kebab-case (`cuda-capabilities`) and only kebab-case: a snake_case key
 is an unknown key, or `[tvm_ffi]` would slip past the one-framework check and

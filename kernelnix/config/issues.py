@@ -76,8 +76,9 @@ def describe(value: object) -> str:
     return "a table" if isinstance(value, dict) else f"{toml_type_name(value)} {value!r}"
 
 
-def issues_of(error: ValidationError, root: type[FileModel]) -> list[Issue]:
-    """Every problem of `error`, raised by validating a document with `root`."""
+def issues_of(error: ValidationError, root: Any) -> list[Issue]:
+    """Every problem of `error`, raised by validating a document with `root` (a
+    FileModel, or a type made of them such as `list[Model]`)."""
     issues = []
     for found in error.errors():
         loc, owner, expected = _walk(root, found["loc"])
@@ -96,7 +97,7 @@ def issues_of(error: ValidationError, root: type[FileModel]) -> list[Issue]:
     return issues
 
 
-def _walk(root: type[FileModel], loc: tuple[int | str, ...]) -> tuple[KeyPath, Any, Any]:
+def _walk(root: Any, loc: tuple[int | str, ...]) -> tuple[KeyPath, Any, Any]:
     """The key path of a pydantic location (union tags dropped), the model that
     holds its last key, and the type expected there (None where unknown)."""
     path: list[str | int] = []

@@ -1,6 +1,6 @@
 """A variant's own Torch (and CUDA toolkit), from the locked wheels.
 
-The `host` part of kernelnix/data/wheel-lock.json (kernelnix.variants.host_wheels
+The `host` part of kernelnix/data/wheel-lock.json (kernelnix.host.host_wheels
 writes it) names, per system, Python tag and build set, the wheels a variant
 builds and imports against. `kernelnix build --local` fetches each wheel once
 into kernelnix's cache (its sha256 checked against the lock), unpacks it once,
@@ -39,6 +39,9 @@ from kernelnix.core.diagnostics import UserError
 from kernelnix.host.wheel_tree import TreeError, find_nvcc, merge, unpack
 from kernelnix.variants.names import build_set_key as lock_key
 
+# The one wheel lock: its `torch` and `python` parts are the hermetic toolchain's
+# (kernelnix.host.hermetic_wheels), its `host` part the host toolchain's
+# (kernelnix.host.host_wheels); both write it, this module reads it.
 LOCK_FILE = Path(__file__).resolve().parents[1] / "data" / "wheel-lock.json"
 CHUNK = 1 << 20
 TIMEOUT = 120

@@ -13,6 +13,7 @@ back with `read_metadata`.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -75,6 +76,11 @@ class Digest(Record):
     files: dict[str, str] = Field(
         description="Each file's path in the variant and the base64 of its hash."
     )
+
+
+# A commit as the loader reads one in provenance: a full git object id, SHA-1 or
+# SHA-256, in either case (the loader keeps it lowercase).
+GIT_COMMIT = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 
 
 def _commit_field(description: str, required: bool) -> Any:

@@ -155,7 +155,7 @@ def test_every_shipped_policy_file_validates() -> None:
         (
             lambda e: e["symbol_versions"]["x86_64"]["GLIBC"].append(2.28),
             "[0].symbol_versions.x86_64.GLIBC[27]",
-            "Input should be a valid string, found 2.28",
+            "expected a string, got float 2.28",
         ),
         (
             lambda e: e["symbol_versions"]["aarch64"]["GLIBC"].append("2..28"),
@@ -176,14 +176,19 @@ def test_every_shipped_policy_file_validates() -> None:
             "missing key (auditwheel's policy format requires it)",
         ),
         (
+            lambda e: e["aliases"].append(""),
+            "[0].aliases[0]",
+            "expected a non-empty string",
+        ),
+        (
             lambda e: e.update(priority="65"),
             "[0].priority",
-            'Input should be a valid integer, found "65"',
+            "expected an integer, got string '65'",
         ),
         (
             lambda e: e.update(kernelnix_forbidden_libraries=["libstdc++.so.6"]),
             "[0].kernelnix_forbidden_libraries",
-            'Input should be an object, found ["libstdc++.so.6"]',
+            "expected a table, got array ['libstdc++.so.6']",
         ),
     ],
 )
@@ -199,7 +204,7 @@ def test_every_problem_of_a_file_is_reported() -> None:
     entry["blacklist"]["libz.so.1"] = "_tr_init"
     assert [key for key, _ in _problems(json.dumps([entry]))] == [
         "[0].aliases",
-        "[0].blacklist.libz.so.1",
+        '[0].blacklist."libz.so.1"',
     ]
 
 
@@ -246,5 +251,5 @@ def test_check_command_refuses_a_malformed_policy_file(tmp_path: Path) -> None:
     policy_file = package / "data" / "policies" / "kernel.json"
     assert (
         f"error: {policy_file}: [0].symbol_versions.x86_64.GLIBC: "
-        'Input should be a valid array, found "2.27"'
+        "expected an array, got string '2.27'"
     ) in done.stderr

@@ -16,18 +16,18 @@ from click.testing import CliRunner
 from handmade import make_variant
 from paths import ROOT
 
-from kernelnix.cli import COMMAND_MODULES, COMMAND_SUMMARIES, LazyGroup, main
+from kernelnix.cli import COMMANDS, LazyGroup, main
 from kernelnix.host.system import current_system
 
-COMMANDS = main.list_commands(click.Context(main))
+NAMES = main.list_commands(click.Context(main))
 JSON_COMMANDS = ["list-variants", "check-config", "check", "check-abi", "check-builds"]
 
 
 def test_every_command_is_imported_lazily() -> None:
-    assert sorted(COMMAND_MODULES) == COMMANDS
+    assert sorted(COMMANDS) == NAMES
 
 
-@pytest.mark.parametrize("name", COMMANDS)
+@pytest.mark.parametrize("name", NAMES)
 def test_help_shows_examples_of_the_command(name: str) -> None:
     result = CliRunner().invoke(main, [name, "--help"])
     assert result.exit_code == 0, result.output
@@ -35,13 +35,17 @@ def test_help_shows_examples_of_the_command(name: str) -> None:
     assert f"kernelnix {name}" in examples, result.stdout
 
 
-@pytest.mark.parametrize("name", COMMANDS)
-def test_each_summary_is_the_first_sentence_of_the_commands_help(name: str) -> None:
+@pytest.mark.parametrize("name", NAMES)
+def test_each_summary_is_the_first_sentence_of_the_commands_help_and_written_once(
+    name: str,
+) -> None:
     command = main.get_command(click.Context(main), name)
-    assert command is not None
-    summary = click.Command(name, help=COMMAND_SUMMARIES[name])
+    assert command is not None and command.help is not None
+    summary = click.Command(name, help=COMMANDS[name].summary)
     for limit in (45, 80, 1000):
         assert summary.get_short_help_str(limit) == command.get_short_help_str(limit)
+    # The command's own docstring holds the details only.
+    assert " ".join(command.help.split()).count(COMMANDS[name].summary) == 1
 
 
 def test_the_group_help_lists_the_commands_as_click_would(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,7 +83,7 @@ def test_a_command_name_completes_from_the_summaries() -> None:
     ctx = click.Context(main)
     found = main.shell_complete(ctx, "check-")
     assert [(i.value, i.help) for i in found] == [
-        (name, click.Command(name, help=COMMAND_SUMMARIES[name]).get_short_help_str())
+        (name, click.Command(name, help=COMMANDS[name].summary).get_short_help_str())
         for name in ("check-abi", "check-builds", "check-config")
     ]
 
@@ -90,7 +94,7 @@ def test_the_group_help_shows_examples() -> None:
     assert "Examples:\n    kernelnix " in result.stdout
 
 
-@pytest.mark.parametrize("name", COMMANDS)
+@pytest.mark.parametrize("name", NAMES)
 def test_the_readme_lists_the_command(name: str) -> None:
     assert re.search(rf"`(kernelnix )?{name}[` ]", (ROOT / "README.md").read_text())
 

@@ -18,14 +18,15 @@ import pytest
 from click.testing import CliRunner
 from fresh_python import run_python
 from handmade import plan_here
-from paths import EXAMPLES
+from paths import EXAMPLE_COPY_IGNORE, EXAMPLES
 
 from kernelnix.cli import main
-from kernelnix.compile import BuildError, build_variant
+from kernelnix.compile import BuildError, build_variant, local
 from kernelnix.compile.develop import create_pyproject
 from kernelnix.compile.local import BUILD_DIR, WORK_DIR, build_planned
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
+from kernelnix.host.environments import LockedEnvironment
 from kernelnix.host.machine import host_check_policy
 from kernelnix.plan.build import PlanOptions, build_plan
 from kernelnix.plan.model import PLAN_FILE
@@ -227,6 +228,8 @@ def test_build_variant_command(tmp_path: Path) -> None:
     [
         ("0123456789abcdef0123456789abcdef01234567", False),
         ("0123456789abcdef0123456789abcdef01234567-dirty", True),
+        ("0123456789abcdef" * 4, False),  # a SHA-256 repository's
+        ("0123456789ABCDEF0123456789ABCDEF01234567", False),  # recorded lowercase
         ("", None),
     ],
 )
@@ -244,22 +247,68 @@ def test_build_variant_records_the_kernel_commit_it_is_given(
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     provenance = json.loads((out / "torch-cpu" / "metadata.json").read_text())["provenance"]
-    commit = revision.removesuffix("-dirty")
+    commit = revision.removesuffix("-dirty").lower()
     expected = None if kernel is None else {"commit": commit, "dirty": kernel}
     assert provenance.get("kernel") == expected
     assert recorded != commit
     assert "kernel-builder" in provenance
 
 
-def test_build_variant_refuses_a_bad_kernel_revision(tmp_path: Path) -> None:
+def test_build_local_writes_the_plan_for_the_build_steps_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every variant built in its wheel environment runs `build-variant --plan FILE`
+    in a process of its own: one file, written once per run. The environments and
+    the processes are left out (every CPU variant is built, all in the same
+    environment, and the commands are recorded, not run): what is checked is the
+    file each step is given."""
+    kernel = tmp_path / "relu"
+    shutil.copytree(EXAMPLES / "relu", kernel, ignore=EXAMPLE_COPY_IGNORE)
+    plan = plan_here(kernel)
+    environment = LockedEnvironment(key="2.13-cpu", torch="2.13.0", wheels=())
+    seen: list[tuple[str, int, int]] = []
+
+    def record(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        plan_file = Path(command[command.index("--plan") + 1])
+        assert plan_file.read_text() == plan.to_json()
+        status = plan_file.stat()
+        seen.append((str(plan_file), status.st_ino, status.st_mtime_ns))
+        return subprocess.CompletedProcess(command, 0)
+
+    # The CPU variants, each of them in its environment.
+    monkeypatch.setattr(
+        local, "why_not_buildable", lambda v: None if v.backend == "cpu" else "not here"
+    )
+    monkeypatch.setattr(local, "locked_environment", lambda variant: environment)
+    monkeypatch.setattr(local, "materialize", lambda environment, log: tmp_path / "env")
+    monkeypatch.setattr(local, "run_shown", record)
+    result = build_planned(plan, kernel)
+    assert len(seen) == len(result.built) > 1
+    assert len(set(seen)) == 1, seen
+
+
+@pytest.mark.parametrize(
+    "revision",
+    [
+        "main; rm -rf /",
+        "0123456",  # short: the loader refuses metadata.json with it
+        "0123456789abcdef0123456789abcdef0123456",
+        "0123456789abcdef0123456789abcdef012345678",
+        "0123456789abcdef0123456789abcdef01234567-modified",
+    ],
+)
+def test_build_variant_refuses_a_revision_the_loader_would_not_read(
+    tmp_path: Path, revision: str
+) -> None:
     source = EXAMPLES / "relu-noarch"
     plan_file = tmp_path / PLAN_FILE
     plan_file.write_text(build_plan(load_config(source), PlanOptions()).to_json())
     args = ["build-variant", "--plan", str(plan_file), "--variant", "torch-cpu", "--source"]
-    args += [str(source), "--out", str(tmp_path / "out"), "--kernel-git", "main; rm -rf /"]
+    args += [str(source), "--out", str(tmp_path / "out"), "--kernel-git", revision]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
-    assert "invalid kernel revision 'main; rm -rf /'" in result.output
+    assert f"invalid kernel revision {revision!r}: expected a full git commit" in result.output
+    assert "Traceback" not in result.output
     assert not (tmp_path / "out").exists()
 
 

@@ -7,7 +7,7 @@ variant takes its own Torch wheel, its own toolkit and a compiler on glibc
 variables). Real builds need nixpkgs and the network: docs/hermetic.md.
 
 The wheel lock (kernelnix/data/wheel-lock.json) is tested too: its Python
-side (kernelnix.variants.wheels) against package indexes made of local files.
+side (kernelnix.host.hermetic_wheels) against package indexes made of local files.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from nix_projects import clone_worktree, git, make_project, nix, nix_environment
 from paths import EXAMPLES, ROOT, TESTS
 
 from kernelnix.commands.lock import lock_wheels
+from kernelnix.host import hermetic_wheels as wheels
 from kernelnix.host.system import current_system
-from kernelnix.variants import wheels
 from kernelnix.variants.matrix import matrix_data
 
 if sys.version_info >= (3, 11):

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from nix_projects import clone_worktree, git, nix, nix_environment
+from nix_projects import kernelnix_clone, make_project, nix
 from paths import EXAMPLE_COPY_IGNORE, EXAMPLES, ROOT
-from wheel_locks import lock_with
 
 pytestmark = [pytest.mark.slow]
 
@@ -95,18 +94,11 @@ def single_variant_bundle(dest: Path, variant: Path) -> Path:
 def flake_project(tmp: Path, build_sets: tuple[str, ...]) -> tuple[Path, dict[str, str]]:
     """fused-scale with a generated flake.nix (no host record) against a kernelnix
     whose lock has `build_sets`; the environment for Nix."""
-    url = clone_worktree(tmp / "kernelnix", build_sets)
-    env = nix_environment(tmp / "registry.json", url)
+    url, env = kernelnix_clone(tmp, build_sets)
     env["PATH"] = _no_cuda_toolkit_path()
-    env["KERNELNIX_WHEEL_LOCK"] = str(lock_with(tmp / "lock.json", build_sets))
-    project = tmp / "fused-scale"
-    shutil.copytree(EXAMPLES / "fused-scale", project, ignore=EXAMPLE_COPY_IGNORE)
-    subprocess.run(
-        ["kernelnix", "generate", str(project), "--kernelnix-url", url, "--no-host-record"],
-        check=True, capture_output=True, env=env,
-    )  # fmt: skip
-    git(project, "init", "-q")
-    git(project, "add", "-A")
+    project = make_project(
+        EXAMPLES / "fused-scale", tmp / "fused-scale", url, env, ("--no-host-record",)
+    )
     return project, env
 
 

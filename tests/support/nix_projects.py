@@ -1,5 +1,5 @@
-"""Kernel projects built with real Nix: shared by tests/test_nix_*.py and
-benchmarks/bench_nix.py.
+"""Kernel projects built with real Nix: shared by the tests of tests/e2e/ and the
+benchmarks that build with Nix (bench_nix, bench_scaling, bench_wheels, bench_incremental).
 
 Flakes see only what git tracks, so kernelnix itself is used through a
 committed copy of this working tree (`git+file://`), and each kernel project
@@ -42,6 +42,16 @@ def clone_worktree(dest: Path, build_sets: Collection[str] = ()) -> str:
     git(dest, "add", "-A")
     git(dest, "commit", "-q", "-m", "kernelnix under test")
     return f"git+file://{dest}"
+
+
+def kernelnix_clone(work: Path, build_sets: Collection[str] = ()) -> tuple[str, dict[str, str]]:
+    """A committed clone of this kernelnix in `work/kernelnix` whose wheel lock keeps
+    `build_sets` only, and the environment that builds with it: Nix's registry maps
+    the clone, and KERNELNIX_WHEEL_LOCK names the same lock for kernelnix's Python."""
+    url = clone_worktree(work / "kernelnix", build_sets)
+    env = nix_environment(work / "registry.json", url)
+    env["KERNELNIX_WHEEL_LOCK"] = str(lock_with(work / "lock.json", build_sets))
+    return url, env
 
 
 def nix_environment(registry: Path, kernelnix_url: str) -> dict[str, str]:

@@ -1,6 +1,6 @@
 # What each build set of the matrix takes: pure data from matrix.json (its
 # `hermetic` part) and the wheel lock (kernelnix/data/wheel-lock.json), no
-# nixpkgs. kernelnix.variants.wheels (Python) reads the same data;
+# nixpkgs. kernelnix.host.hermetic_wheels (Python) reads the same data;
 # tests/e2e/test_hermetic.py checks that both name the same wheels.
 {
   util,
@@ -123,7 +123,7 @@ rec {
       null;
 
   # Every Torch wheel the hermetic toolchain may fetch: what the lock file
-  # must hold (kernelnix.variants.wheels.needed_wheels computes the same list).
+  # must hold (kernelnix.host.hermetic_wheels.needed_wheels computes the same list).
   wheelKeys = util.unique (
     builtins.concatMap (
       system:

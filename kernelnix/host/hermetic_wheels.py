@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from kernelnix.core.fileio import write_atomic
+from kernelnix.host.environments import LOCK_FILE
 from kernelnix.variants.matrix import matrix_data
 
-LOCK_FILE = Path(__file__).resolve().parents[1] / "data" / "wheel-lock.json"
 PYPI_SIMPLE = "https://pypi.org/simple/{name}/"
 LOCK_COMMENT = (
-    "Written by `kernelnix lock-wheels` (kernelnix/variants/wheels.py) from matrix.json's "
+    "Written by `kernelnix lock-wheels` (kernelnix/host/hermetic_wheels.py) from matrix.json's "
     "`hermetic` part: URL and sha256 (SRI) of every wheel the hermetic toolchain fetches. A wheel "
     "missing here is not locked yet; Nix names the command when a build needs it."
 )
@@ -405,6 +405,6 @@ def lock(
         versions = new["python"].setdefault(pywheel.name, {})
         versions.setdefault(pywheel.version, {})[pywheel.system] = entry
     if "host" in old:
-        new["host"] = old["host"]  # kernelnix.variants.host_wheels locks it
+        new["host"] = old["host"]  # kernelnix.host.host_wheels locks it
     write_atomic(path, json.dumps(new, indent=2, sort_keys=True) + "\n")
     return result

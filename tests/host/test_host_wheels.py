@@ -1,4 +1,4 @@
-"""kernelnix.variants.host_wheels against a package index served on 127.0.0.1
+"""kernelnix.host.host_wheels against a package index served on 127.0.0.1
 (PEP 691 JSON pages and real wheel files): Torch's CUDA flavor read from its
 torch/version.py, its requirements followed with markers and extras, the pins
 of cuda-toolkit winning over looser requirements, nvcc of the pinned release,
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kernelnix.variants.host_wheels import lock_host
+from kernelnix.host.host_wheels import lock_host
 from kernelnix.variants.names import build_set_key
 
 LINUX = 'platform_system == "Linux"'

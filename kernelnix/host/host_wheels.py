@@ -36,9 +36,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from kernelnix.core.fileio import write_atomic
-from kernelnix.variants.matrix import matrix_data
-from kernelnix.variants.names import build_set_key
-from kernelnix.variants.wheels import (
+from kernelnix.host.hermetic_wheels import (
     IndexFile,
     LockResult,
     open_wheel,
@@ -47,6 +45,8 @@ from kernelnix.variants.wheels import (
     sri,
     torch_build_version,
 )
+from kernelnix.variants.matrix import matrix_data
+from kernelnix.variants.names import build_set_key
 
 # Requirements of Torch that a build or `import torch` needs as wheels: the CUDA
 # libraries. Triton, cuda-bindings and Torch's pure-Python requirements are the
