@@ -36,7 +36,7 @@ from figures import Figure, report, run_quietly, timed
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from nix_projects import kernelnix_clone, make_project, nix  # noqa: E402
+from nix_projects import git, kernelnix_clone, make_project, nix  # noqa: E402
 from paths import EXAMPLES  # noqa: E402
 from wheel_locks import LOCK  # noqa: E402
 
@@ -98,6 +98,9 @@ def measure(build_sets: tuple[str, ...] = BUILD_SETS) -> list[Figure]:
         project = make_project(
             EXAMPLES / "fused-scale", work / "fused-scale", url, env, ("--no-host-record",)
         )
+        # Committed, as an author's kernel is: build --local's op namespace then follows
+        # the commit, and an uncommitted edit recompiles only the edited file.
+        git(project, "commit", "-q", "-m", "fused-scale")
         # Warm-up: wheels fetched and unpacked, environments made, the bundle built once.
         nix(project, env, "build", ".#bundle")
         variants = sorted(p.name for p in (project / "result").iterdir())
