@@ -34,7 +34,10 @@ def one_run(work: Path) -> tuple[float, float, tuple[list[str], list[str]]]:
     url, env = kernelnix_clone(work)
     env = with_cuda_torch(env)
     project = make_project(EXAMPLES / "fused-scale", work / "fused-scale", url, env)
-    # A fresh derivation each run: a comment no earlier run had.
+    # An author's tree: committed, then edited, so both builds are of a dirty tree and
+    # share its op namespace; the first edit is a comment no earlier run had (a fresh
+    # derivation each run).
+    git(project, "commit", "-qm", "fused-scale")
     source = project / EDITED
     source.write_text(source.read_text() + f"// bench run in {work.name}\n")
     git(project, "add", "-A")

@@ -89,10 +89,18 @@ let
       tc = toolchainFor system;
       sources = import ./sources.nix { inherit util; } { inherit path plan; };
       # The unique part of the op namespace, like the reference: the short commit
-      # (`-` -> `_`), else the dirty one; Nix older than 2.15 has no dirtyShortRev,
-      # so a dirty tree then uses the hash of the filtered sources.
-      revision =
-        self.shortRev or self.dirtyShortRev or "${builtins.substring 0 7 (baseNameOf "${sources.build}")}-dirty";
+      # (`-` -> `_`), else the dirty one, which stays put while the tree is edited so
+      # the bindings that expand it are not recompiled (docs/flake.md).
+      revision = self.shortRev or self.dirtyShortRev or dirtyRevision;
+      # Nix older than 2.15 has no dirtyShortRev. A dirty git tree there has the
+      # HEAD commit's time (lastModified; `submodules` tells a git source from a
+      # path: one, whose lastModified is a file time); with no commit, or not in
+      # git, the hash of the filtered sources.
+      dirtyRevision =
+        if self ? submodules && (self.lastModified or 0) > 0 then
+          "${self.lastModifiedDate}-dirty"
+        else
+          "${builtins.substring 0 7 (baseNameOf "${sources.build}")}-dirty";
       uniqueId = builtins.replaceStrings [ "-" ] [ "_" ] revision;
       mkVariant = import ./variant.nix { inherit util; } {
         inherit plan;

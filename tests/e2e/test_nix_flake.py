@@ -134,6 +134,44 @@ def test_metadata_records_the_commit_nix_builds(built: Built, tmp_path: Path) ->
     assert metadata["id"].endswith(f"_{head[:7]}")
 
 
+def test_a_dirty_tree_keeps_its_unique_id_while_it_is_edited(
+    kernelnix_flake: Flake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The unique part of the op namespace (each variant's `uniqueId`): the sources' hash
+    before any commit, the short commit of a clean tree, and for a dirty tree one id per
+    HEAD commit, which edits leave alone (so a rebuild does not compile the bindings that
+    expand it again): `dirtyShortRev`, or on Nix older than 2.15 the commit's time."""
+    env = kernelnix_flake.env
+    project = make_project(EXAMPLES / "relu", tmp_path / "relu", kernelnix_flake.url, env)
+    variant = json.loads(nix(project, env, "eval", "--json", ".#variants").stdout)[0]
+    source = project / "relu_cuda" / "relu.cu"
+
+    def unique_id() -> str:
+        return nix(project, env, "eval", "--raw", f".#{variant}.uniqueId").stdout
+
+    def edit(line: str) -> str:
+        source.write_text(source.read_text() + f"// {line}\n")
+        git(project, "add", "-A")
+        return unique_id()
+
+    uncommitted = unique_id()
+    assert uncommitted.endswith("_dirty")
+    assert edit("an edit before the first commit") not in {uncommitted, ""}
+
+    dirty_ids = []
+    # Committed a second apart: the commit's time, in UTC, is Nix 2.8's dirty id.
+    for commit, second in (("first", "00"), ("second", "01")):
+        monkeypatch.setenv("GIT_COMMITTER_DATE", f"2026-11-27T01:00:{second}Z")
+        git(project, "commit", "-qm", commit)
+        short = git(project, "rev-parse", "--short=7", "HEAD").strip()
+        assert unique_id() == short
+        dirty = edit(f"a first edit of the {commit} commit")
+        assert dirty in {f"{short}_dirty", f"202611270100{second}_dirty"}
+        assert edit(f"a second edit of the {commit} commit") == dirty
+        dirty_ids.append(dirty)
+    assert dirty_ids[0] != dirty_ids[1]
+
+
 def test_ci_tests_pass_against_the_built_variant(built: Built) -> None:
     ci_test = nix(built.project, built.env, "eval", "--raw", ".#ci-test.drvPath").stdout
     per_variant = f".#ciTests.{built.ci_variant}"

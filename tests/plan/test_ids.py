@@ -60,6 +60,8 @@ def test_tracked_change_makes_it_dirty_untracked_does_not(repo: Path) -> None:
     assert unique_id(repo) == clean
     (repo / "build.toml").write_text("x = 2\n")
     assert unique_id(repo) == f"{clean}_dirty"
+    (repo / "build.toml").write_text("x = 3\n")  # another edit: the same id
+    assert unique_id(repo) == f"{clean}_dirty"
     state = git_state(repo)
     assert state is not None and state.dirty and len(state.commit) == 40
 
