@@ -7,12 +7,15 @@ would let a build read (and a bundle ship) files from elsewhere on the machine.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from kernelnix.config.locate import KeyPath
 from kernelnix.config.model import BuildConfig
+
+K = TypeVar("K")
 
 
 def declared_paths(config: BuildConfig) -> Iterator[tuple[KeyPath, str, bool]]:
@@ -32,6 +35,7 @@ class _Directory:
     real: str  # its resolved path
     listing: dict[str, os.DirEntry[str]]
     inside: bool  # whether `real` is the root or under it
+    plain: frozenset[str]  # the names in it that are not symlinks
 
 
 class ProjectFiles:
@@ -46,11 +50,24 @@ class ProjectFiles:
     def _directory(self, directory: str) -> _Directory:
         known = self._directories.get(directory)
         if known is None:
-            real = os.path.realpath(os.path.join(self.root, directory))
-            known = self._directories[directory] = _Directory(
-                real, _listing(real), self._inside(real)
-            )
+            real, inside = self._resolve(directory)
+            listing = _listing(real)
+            plain = frozenset(n for n, e in listing.items() if not e.is_symlink())
+            known = self._directories[directory] = _Directory(real, listing, inside, plain)
         return known
+
+    def _resolve(self, directory: str) -> tuple[str, bool]:
+        """`directory`'s real path and whether it is inside the root. A plain
+        subdirectory of a known directory is resolved from its parent's listing;
+        anything else (a symlink, `.`, `..`, an absolute path) by `realpath`."""
+        parent, _, name = directory.rpartition("/")
+        if directory and name not in (".", "..") and not os.path.isabs(directory):
+            above = self._directory(parent)
+            entry = above.listing.get(name)
+            if entry is not None and name in above.plain and entry.is_dir():
+                return f"{above.real}/{name}", above.inside
+        real = os.path.realpath(os.path.join(self.root, directory))
+        return real, self._inside(real)
 
     def _inside(self, resolved: str) -> bool:
         return resolved == self.root or resolved.startswith(self.root + os.sep)
@@ -60,6 +77,26 @@ class ProjectFiles:
         directory, _, name = value.rpartition("/")
         known = self._directory(directory)
         return known, name, known.listing.get(name)
+
+    def escaping(self, paths: Iterable[tuple[K, str]]) -> Iterator[tuple[K, str, str]]:
+        """(key, value, why) for each of `paths` (key, value) that escapes the root."""
+        directories = self._directories
+        for key, value in paths:
+            # The common case, decided by lookups: a plain file of a directory inside
+            # (and the path neither absolute, POSIX being the only system, nor climbing).
+            directory, _, name = value.rpartition("/")
+            known = directories.get(directory)
+            if (
+                known is not None
+                and known.inside
+                and name in known.plain
+                and ".." not in value
+                and value[:1] != "/"
+            ):
+                continue
+            reason = self.escape_reason(value)
+            if reason:
+                yield key, value, reason
 
     def escape_reason(self, value: str) -> str | None:
         """Why `value` escapes the root, or None when it stays inside."""
@@ -71,7 +108,7 @@ class ProjectFiles:
             return "`..` climbs out of the kernel directory"
         directory, name, entry = self._entry(value)
         symlink = entry is not None and entry.is_symlink()
-        if directory.inside and not symlink:  # the common case: one verdict per directory
+        if directory.inside and not symlink:  # one verdict per directory
             return None
         resolved = f"{directory.real}/{name}"
         if symlink:
