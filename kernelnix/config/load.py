@@ -33,7 +33,7 @@ from kernelnix.config.editions.probe import (
 from kernelnix.config.issues import EXPECTED, Issue, field_for_key, issues_of
 from kernelnix.config.locate import KeyPath, key_lines, line_of
 from kernelnix.config.model import FRAMEWORKS, KERNEL_MODELS, BuildConfig
-from kernelnix.config.paths import ProjectFiles, declared_paths
+from kernelnix.config.paths import ProjectFiles, declared_lists
 from kernelnix.config.tables import BuildDocument
 from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError, toml_type_name
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path, format_key_path
@@ -306,14 +306,14 @@ def _finish(
 def _escaping_paths(
     reporter: _Reporter, config: BuildConfig, files: ProjectFiles
 ) -> list[Diagnostic]:
-    paths = ((key, value) for key, value, _ in declared_paths(config))
     return [
         reporter.at(
-            key,
-            f"path {value!r} is outside the kernel project: {reason}",
+            (*key, index),
+            f"path {values[index]!r} is outside the kernel project: {reason}",
             fix="use a path relative to the directory of build.toml, inside it",
         )
-        for key, value, reason in files.escaping(paths)
+        for key, values, _ in declared_lists(config)
+        for index, reason in files.escaping(values)
     ]
 
 

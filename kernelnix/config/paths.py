@@ -7,27 +7,29 @@ would let a build read (and a bundle ship) files from elsewhere on the machine.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from kernelnix.config.locate import KeyPath
 from kernelnix.config.model import BuildConfig
 
-K = TypeVar("K")
+
+def declared_lists(config: BuildConfig) -> Iterator[tuple[KeyPath, list[str], bool]]:
+    """(key path, values, must exist) for every list of source or include paths."""
+    framework = getattr(config, config.framework.replace("-", "_"))
+    for key in ("src", "include"):
+        yield (config.framework, key), getattr(framework, key, None) or [], key == "src"
+    for name, kernel in config.kernel.items():
+        for key in ("src", "include"):
+            yield ("kernel", name, key), getattr(kernel, key), key == "src"
 
 
 def declared_paths(config: BuildConfig) -> Iterator[tuple[KeyPath, str, bool]]:
     """(key path, value, must exist) for every source and include path."""
-    framework = getattr(config, config.framework.replace("-", "_"))
-    for key in ("src", "include"):
-        for index, value in enumerate(getattr(framework, key, None) or []):
-            yield (config.framework, key, index), value, key == "src"
-    for name, kernel in config.kernel.items():
-        for key in ("src", "include"):
-            for index, value in enumerate(getattr(kernel, key)):
-                yield ("kernel", name, key, index), value, key == "src"
+    for key, values, must_exist in declared_lists(config):
+        for index, value in enumerate(values):
+            yield (*key, index), value, must_exist
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,10 @@ class ProjectFiles:
         """`directory`'s real path and whether it is inside the root. A plain
         subdirectory of a known directory is resolved from its parent's listing;
         anything else (a symlink, `.`, `..`, an absolute path) by `realpath`."""
+        if not directory:
+            return self.root, True
         parent, _, name = directory.rpartition("/")
-        if directory and name not in (".", "..") and not os.path.isabs(directory):
+        if name not in (".", "..") and not os.path.isabs(directory):
             above = self._directory(parent)
             entry = above.listing.get(name)
             if entry is not None and name in above.plain and entry.is_dir():
@@ -78,10 +82,10 @@ class ProjectFiles:
         known = self._directory(directory)
         return known, name, known.listing.get(name)
 
-    def escaping(self, paths: Iterable[tuple[K, str]]) -> Iterator[tuple[K, str, str]]:
-        """(key, value, why) for each of `paths` (key, value) that escapes the root."""
+    def escaping(self, values: list[str]) -> Iterator[tuple[int, str]]:
+        """(index, why) for each of `values` that escapes the root."""
         directories = self._directories
-        for key, value in paths:
+        for index, value in enumerate(values):
             # The common case, decided by lookups: a plain file of a directory inside
             # (and the path neither absolute, POSIX being the only system, nor climbing).
             directory, _, name = value.rpartition("/")
@@ -96,7 +100,7 @@ class ProjectFiles:
                 continue
             reason = self.escape_reason(value)
             if reason:
-                yield key, value, reason
+                yield index, reason
 
     def escape_reason(self, value: str) -> str | None:
         """Why `value` escapes the root, or None when it stays inside."""
