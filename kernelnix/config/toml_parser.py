@@ -1,18 +1,40 @@
 """The TOML parser build.toml is read with.
 
-tomli 2.2 is the code of the standard library's `tomllib` (TOML 1.0, the same
-errors), and its wheels for CPython are compiled with mypyc: it parses the long
-`src` arrays of a big kernel 3 to 5 times faster. Where it is not installed (the
-Nix-packaged kernelnix: nixpkgs builds it uncompiled), `tomllib` does the same
-work. tomli 2.3 and later read TOML 1.1, which neither `tomllib` nor
-kernel-builder accepts, hence pyproject.toml's `<2.3`.
+rtoml (a compiled parser: Rust's `toml` crate, which kernel-builder reads
+build.toml with) reads the long `src` arrays of a big kernel about ten times
+faster than the standard library's `tomllib`. It reads first. What it refuses,
+`tomllib` reads again: a file it wrongly refuses still loads (it refuses a
+`[[general.kernel-depends]]` after dotted `general.*` keys, which TOML allows),
+and a syntax error is reported with tomllib's message and position, as kernelnix
+has always reported it. rtoml 0.14 and later read TOML 1.1, which neither
+kernel-builder nor `tomllib` accepts, hence pyproject.toml's `<0.14`. Without
+rtoml (the Nix-packaged kernelnix) `tomllib` reads alone.
 """
 
 from __future__ import annotations
 
-try:
-    from tomli import TOMLDecodeError, loads
-except ModuleNotFoundError:
-    from tomllib import TOMLDecodeError, loads  # type: ignore[assignment,unused-ignore]
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["TOMLDecodeError", "loads"]
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
+
+_compiled: Callable[[str], dict[str, Any]] | None
+try:
+    from rtoml import loads as _compiled
+except ModuleNotFoundError:
+    _compiled = None
+
+TOMLDecodeError = tomllib.TOMLDecodeError
+
+
+def loads(text: str) -> dict[str, Any]:
+    """The TOML document `text`, or TOMLDecodeError (tomllib's) when it is not TOML 1.0."""
+    if _compiled is not None:
+        try:
+            return _compiled(text)
+        except ValueError:  # rtoml's TomlParsingError: tomllib decides, and says why
+            pass
+    return tomllib.loads(text)

@@ -1,9 +1,12 @@
 """The TOML parser build.toml is read with reads what the standard library's
-`tomllib` reads, and refuses what it refuses with the same message (a tomli
-release that read another TOML version would change what kernelnix accepts)."""
+`tomllib` reads, in the same order, and refuses what it refuses with the same
+message: an rtoml release that read another TOML version, or a file that rtoml
+wrongly refuses (good/dotted-and-inline-tables), would change what kernelnix
+accepts."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -33,7 +36,9 @@ def _outcome(parse: object, text: str) -> object:
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.parent.relative_to(ROOT)))
 def test_every_config_parses_as_tomllib_parses_it(path: Path) -> None:
     text = path.read_bytes().decode("utf-8", "replace").removeprefix("\ufeff")
-    assert _outcome(toml_parser.loads, text) == _outcome(tomllib.loads, text)
+    ours, theirs = _outcome(toml_parser.loads, text), _outcome(tomllib.loads, text)
+    assert ours == theirs
+    assert json.dumps(ours, default=str) == json.dumps(theirs, default=str)  # key order too
 
 
 @pytest.mark.parametrize("text", TOML_1_1)
