@@ -14,7 +14,7 @@ from typing import Any
 
 from kernelnix import __version__
 from kernelnix.config.load import LoadedConfig, format_key_path, load_config, with_lines
-from kernelnix.config.model import BuildConfig, CudaKernel, KernelBase
+from kernelnix.config.model import BuildConfig, CudaKernel
 from kernelnix.config.paths import declared_paths
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.plan.flags import cri_image, kernel_compile
@@ -61,8 +61,15 @@ def pyext(config: BuildConfig) -> list[str]:
     return list(framework_section(config).pyext or DEFAULT_PYEXT)
 
 
-def _plan_kernel(kernel: KernelBase) -> PlanKernel:
-    data = kernel.to_data(exclude_none=True)
+def _plan_kernels(config: BuildConfig) -> dict[str, PlanKernel]:
+    # The kernel tables as the config's serializer writes them: a kernel model's
+    # own serializer would be built for each backend's model (milliseconds each).
+    tables = config.to_json()["kernel"]
+    assert isinstance(tables, dict)
+    return {name: _plan_kernel(tables[name]) for name in sorted(tables)}
+
+
+def _plan_kernel(data: dict[str, Any]) -> PlanKernel:
     data.pop("cuda-capabilities", None)  # resolved per variant: PlanVariant.kernels
     data.pop("rocm-archs", None)
     return PlanKernel.model_validate(data, by_alias=True, by_name=False)
@@ -240,7 +247,7 @@ def draft_plan(
         unique_id=unique,
         kernel_git=KernelGitState(commit=git.commit, dirty=git.dirty) if git else None,
         framework_sources=_framework_sources(config),
-        kernels={name: _plan_kernel(k) for name, k in sorted(config.kernel.items())},
+        kernels=_plan_kernels(config),
         sources=sources,
         systems=systems,
         variants=variants,
