@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from kernelnix.config.locate import KeyPath
@@ -38,6 +39,11 @@ class _Directory:
     listing: dict[str, os.DirEntry[str]]
     inside: bool  # whether `real` is the root or under it
     plain: frozenset[str]  # the names in it that are not symlinks
+
+    @cached_property
+    def files(self) -> frozenset[str]:
+        """The names in it of files, or of symlinks to files."""
+        return frozenset(name for name, entry in self.listing.items() if entry.is_file())
 
 
 class ProjectFiles:
@@ -123,8 +129,14 @@ class ProjectFiles:
 
     def is_file(self, value: str) -> bool:
         """Whether `value` names a file (or a symlink to one)."""
-        _, _, entry = self._entry(value)
-        return entry is not None and entry.is_file()
+        directory, _, name = value.rpartition("/")
+        return name in self._directory(directory).files
+
+    def missing(self, values: list[str]) -> Iterator[int]:
+        """The index of each of `values` that names no file (nor a symlink to one)."""
+        for index, value in enumerate(values):
+            if not self.is_file(value):
+                yield index
 
 
 def _listing(directory: str) -> dict[str, os.DirEntry[str]]:

@@ -15,7 +15,7 @@ from typing import Any
 from kernelnix import __version__
 from kernelnix.config.load import LoadedConfig, format_key_path, load_config, with_lines
 from kernelnix.config.model import BuildConfig, CudaKernel
-from kernelnix.config.paths import declared_paths
+from kernelnix.config.paths import declared_lists, declared_paths
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.plan.flags import cri_image, kernel_compile
 from kernelnix.plan.ids import GitState, content_unique_id, git_state, ops_id, unique_id_for
@@ -88,13 +88,14 @@ def missing_sources(loaded: LoadedConfig) -> list[Diagnostic]:
     """Declared source files that do not exist: the build could not read them."""
     return [
         Diagnostic(
-            f"source file {value!r} does not exist (entry {key[-1]} of `{key[-2]}`)",
+            f"source file {values[index]!r} does not exist (entry {index} of `{key[-1]}`)",
             file=display_path(loaded.path),
-            key=format_key_path(key),
+            key=format_key_path((*key, index)),
             fix="create it or fix the path (relative to build.toml's directory)",
         )
-        for key, value, must_exist in declared_paths(loaded.config)
-        if must_exist and not loaded.files.is_file(value)
+        for key, values, must_exist in declared_lists(loaded.config)
+        if must_exist
+        for index in loaded.files.missing(values)
     ]
 
 
