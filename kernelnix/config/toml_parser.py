@@ -16,25 +16,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
-
 _compiled: Callable[[str], dict[str, Any]] | None
 try:
     from rtoml import loads as _compiled
 except ModuleNotFoundError:
     _compiled = None
 
-TOMLDecodeError = tomllib.TOMLDecodeError
+
+class TOMLDecodeError(ValueError):
+    """Not a TOML 1.0 document; the message is tomllib's, with its `(at line L, column C)`."""
 
 
 def loads(text: str) -> dict[str, Any]:
-    """The TOML document `text`, or TOMLDecodeError (tomllib's) when it is not TOML 1.0."""
+    """The TOML document `text`, or TOMLDecodeError when it is not TOML 1.0."""
     if _compiled is not None:
         try:
             return _compiled(text)
         except ValueError:  # rtoml's TomlParsingError: tomllib decides, and says why
             pass
-    return tomllib.loads(text)
+    # Imported here: a valid file never needs it where rtoml is installed.
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TOMLDecodeError(str(exc)) from None
