@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
+import platform
 
 
 def current_system() -> str:
     """This machine as a Nix system string (`x86_64-linux`)."""
-    # os.uname, not the platform module (what it answers here, on POSIX, at a
-    # fraction of the import).
-    uname = os.uname()
     machine = {"arm64": "aarch64", "amd64": "x86_64"}.get(
-        uname.machine.lower(), uname.machine.lower()
+        platform.machine().lower(), platform.machine().lower()
     )
-    return f"{machine}-{uname.sysname.lower()}"
+    return f"{machine}-{platform.system().lower()}"
