@@ -3,9 +3,9 @@
 Generates a project with 3,000+ source files, 12 kernel sections and every
 backend, then times `kernelnix plan` (a fresh process, as a user runs it)
 against a bare `python -c pass` measured in the same run, best of N, with
-bytecode caching on. Target: under 300 ms beyond start-up (pydantic validates
-build.toml: importing it, creating the models and building the edition's
-validator take about 100 ms of that; see docs/performance.md).
+bytecode caching on. Target: under 200 ms beyond start-up (pydantic validates
+build.toml and the plan: importing it, creating the models and building their
+validators take most of that; see docs/performance.md).
 
     python benchmarks/bench_plan.py [--runs N]
 """

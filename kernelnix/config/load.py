@@ -20,13 +20,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
-
 from pydantic import ValidationError
 
+from kernelnix.config import toml_parser
 from kernelnix.config.base import FileModel
 from kernelnix.config.editions.probe import (
     MODELS,
@@ -37,7 +33,7 @@ from kernelnix.config.editions.probe import (
 from kernelnix.config.issues import EXPECTED, Issue, field_for_key, issues_of
 from kernelnix.config.locate import KeyPath, key_lines, line_of
 from kernelnix.config.model import FRAMEWORKS, KERNEL_MODELS, BuildConfig
-from kernelnix.config.paths import ProjectFiles, declared_paths
+from kernelnix.config.paths import ProjectFiles, declared_lists
 from kernelnix.config.tables import BuildDocument
 from kernelnix.config.types import BACKENDS, KERNEL_BACKENDS, EntryError, toml_type_name
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path, format_key_path
@@ -87,8 +83,12 @@ class _Reporter:
 
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
-        self.file = display_path(path)
         self.text = text
+
+    @cached_property
+    def file(self) -> str:
+        # Resolving paths takes a system call per part: valid files skip it too.
+        return display_path(self.path)
 
     @cached_property
     def positions(self) -> dict[KeyPath, int]:
@@ -124,12 +124,11 @@ def build_toml_path(directory: Path) -> Path:
 
 def read_build_toml(path: Path) -> tuple[str, dict[str, Any]]:
     """The text and the parsed TOML of a build.toml, or a UserError."""
-    where = display_path(path)
     if not path.exists():
         parent = display_path(path.parent)
         raise UserError.single(
             f"no {BUILD_TOML} in {parent}",
-            file=where,
+            file=display_path(path),
             fix="pass the kernel's directory, or create a project with `kernelnix init`",
         )
     try:
@@ -137,7 +136,7 @@ def read_build_toml(path: Path) -> tuple[str, dict[str, Any]]:
     except OSError as exc:
         raise UserError.single(
             f"cannot read {BUILD_TOML}: {exc.strerror or exc}",
-            file=where,
+            file=display_path(path),
             fix=f"{BUILD_TOML} must be a readable file",
         ) from None
     try:
@@ -147,13 +146,13 @@ def read_build_toml(path: Path) -> tuple[str, dict[str, Any]]:
         line = data[: exc.start].count(b"\n") + 1
         raise UserError.single(
             f"the file is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
-            file=where,
+            file=display_path(path),
             line=line,
             fix="build.toml must be a UTF-8 TOML text file",
         ) from None
     try:
-        return text, tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        return text, toml_parser.loads(text)
+    except toml_parser.TOMLDecodeError as exc:
         message = str(exc)
         match = re.search(r"\(at line (\d+), column (\d+)\)", message)
         error_line = int(match.group(1)) if match else len(text.splitlines()) or None
@@ -161,7 +160,7 @@ def read_build_toml(path: Path) -> tuple[str, dict[str, Any]]:
         column = f", column {match.group(2)}" if match else ""
         raise UserError.single(
             f"TOML syntax error{column}: {reason}",
-            file=where,
+            file=display_path(path),
             line=error_line,
             fix="see https://toml.io for the syntax; strings need quotes, tables [brackets]",
         ) from None
@@ -183,7 +182,7 @@ def load_config_text(path: Path, text: str, raw: dict[str, Any]) -> LoadedConfig
             "Nix string can hold one (Nix would cut the value short)",
             fix="remove the \\u0000 escape",
         )
-        for key in _paths_with_nul(raw)
+        for key in (_paths_with_nul(raw) if _may_hold_nul(text) else ())
     ]
     if nul:
         raise UserError(nul)
@@ -215,6 +214,12 @@ def load_config_text(path: Path, text: str, raw: dict[str, Any]) -> LoadedConfig
         raise UserError(errors)
     assert isinstance(config, BuildConfig)
     return _finish(reporter, config, shape, [])
+
+
+def _may_hold_nul(text: str) -> bool:
+    """Whether a value parsed from `text` may hold a NUL: only an escape writes one
+    (TOML refuses the raw control character), so a file without one needs no search."""
+    return "\\u0000" in text or "\\U00000000" in text or "\0" in text
 
 
 def _paths_with_nul(value: Any, path: KeyPath = ()) -> Iterator[KeyPath]:
@@ -301,18 +306,15 @@ def _finish(
 def _escaping_paths(
     reporter: _Reporter, config: BuildConfig, files: ProjectFiles
 ) -> list[Diagnostic]:
-    errors = []
-    for key, value, _ in declared_paths(config):
-        reason = files.escape_reason(value)
-        if reason:
-            errors.append(
-                reporter.at(
-                    key,
-                    f"path {value!r} is outside the kernel project: {reason}",
-                    fix="use a path relative to the directory of build.toml, inside it",
-                )
-            )
-    return errors
+    return [
+        reporter.at(
+            (*key, index),
+            f"path {values[index]!r} is outside the kernel project: {reason}",
+            fix="use a path relative to the directory of build.toml, inside it",
+        )
+        for key, values, _ in declared_lists(config)
+        for index, reason in files.escaping(values)
+    ]
 
 
 def _edition5_warnings(reporter: _Reporter, config: BuildConfig) -> list[Diagnostic]:

@@ -1,20 +1,17 @@
 """Line numbers for TOML key paths.
 
-`tomllib` gives values without positions, so error messages would lose the
+The TOML parser gives values without positions, so error messages would lose the
 line. This is a small, forgiving scanner over the raw text that records the
 line where each key (and each element of a multi-line array) starts. It only
 has to be good enough to point at the right line; the real parsing is done by
-`tomllib`.
+`toml_parser`.
 """
 
 from __future__ import annotations
 
 import re
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
+from kernelnix.config import toml_parser
 
 KeyPath = tuple[str | int, ...]
 
@@ -44,8 +41,8 @@ def _split_dotted_key(text: str) -> list[str] | None:
 def _unquote(raw: str) -> str:
     """A quoted key's text, its escapes resolved as TOML resolves them."""
     try:
-        return str(tomllib.loads(f"k = {raw}")["k"])
-    except tomllib.TOMLDecodeError:
+        return str(toml_parser.loads(f"k = {raw}")["k"])
+    except toml_parser.TOMLDecodeError:
         return raw[1:-1]
 
 

@@ -11,17 +11,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from kernelnix.emit.escape import cmake_bracket, python_string, toml_string
+
+if TYPE_CHECKING:
+    import jinja2
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
 
 @cache
 def environment() -> jinja2.Environment:
+    # Imported when the first template renders: check-config, which imports the
+    # CMake project's value checks, renders none.
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,

@@ -14,8 +14,8 @@ from typing import Any
 
 from kernelnix import __version__
 from kernelnix.config.load import LoadedConfig, format_key_path, load_config, with_lines
-from kernelnix.config.model import BuildConfig, CudaKernel, KernelBase
-from kernelnix.config.paths import declared_paths
+from kernelnix.config.model import BuildConfig, CudaKernel
+from kernelnix.config.paths import declared_lists, declared_paths
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.plan.flags import cri_image, kernel_compile
 from kernelnix.plan.ids import GitState, content_unique_id, git_state, ops_id, unique_id_for
@@ -61,8 +61,15 @@ def pyext(config: BuildConfig) -> list[str]:
     return list(framework_section(config).pyext or DEFAULT_PYEXT)
 
 
-def _plan_kernel(kernel: KernelBase) -> PlanKernel:
-    data = kernel.to_data(exclude_none=True)
+def _plan_kernels(config: BuildConfig) -> dict[str, PlanKernel]:
+    # The kernel tables as the config's serializer writes them: a kernel model's
+    # own serializer would be built for each backend's model (milliseconds each).
+    tables = config.to_json()["kernel"]
+    assert isinstance(tables, dict)
+    return {name: _plan_kernel(tables[name]) for name in sorted(tables)}
+
+
+def _plan_kernel(data: dict[str, Any]) -> PlanKernel:
     data.pop("cuda-capabilities", None)  # resolved per variant: PlanVariant.kernels
     data.pop("rocm-archs", None)
     return PlanKernel.model_validate(data, by_alias=True, by_name=False)
@@ -81,13 +88,14 @@ def missing_sources(loaded: LoadedConfig) -> list[Diagnostic]:
     """Declared source files that do not exist: the build could not read them."""
     return [
         Diagnostic(
-            f"source file {value!r} does not exist (entry {key[-1]} of `{key[-2]}`)",
+            f"source file {values[index]!r} does not exist (entry {index} of `{key[-1]}`)",
             file=display_path(loaded.path),
-            key=format_key_path(key),
+            key=format_key_path((*key, index)),
             fix="create it or fix the path (relative to build.toml's directory)",
         )
-        for key, value, must_exist in declared_paths(loaded.config)
-        if must_exist and not loaded.files.is_file(value)
+        for key, values, must_exist in declared_lists(loaded.config)
+        if must_exist
+        for index in loaded.files.missing(values)
     ]
 
 
@@ -240,7 +248,7 @@ def draft_plan(
         unique_id=unique,
         kernel_git=KernelGitState(commit=git.commit, dirty=git.dirty) if git else None,
         framework_sources=_framework_sources(config),
-        kernels={name: _plan_kernel(k) for name, k in sorted(config.kernel.items())},
+        kernels=_plan_kernels(config),
         sources=sources,
         systems=systems,
         variants=variants,

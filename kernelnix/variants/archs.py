@@ -13,6 +13,8 @@ toolkit's archs. An empty result is an error naming the kernel and toolkit.
 
 from __future__ import annotations
 
+from functools import cache
+
 from kernelnix.config.model import CudaKernel, KernelBase, RocmKernel
 from kernelnix.config.types import parse_capability
 from kernelnix.core.diagnostics import ConfigValueError, format_key_path
@@ -28,7 +30,7 @@ def _strip_ptx(arch: str) -> str:
     return arch.removesuffix("+PTX")
 
 
-def _supported(capability: str, targets: list[Version]) -> bool:
+def _supported(capability: str, targets: tuple[Version, ...]) -> bool:
     version, suffix, ptx = parse_capability(capability)
     if version < min(targets):  # the toolkit dropped this arch (CUDA 13 has no sm_70)
         return False
@@ -41,8 +43,13 @@ def _supported(capability: str, targets: list[Version]) -> bool:
 
 def cuda_capability_supported(capability: str, cuda: Version, matrix: Matrix) -> bool:
     """Whether CUDA `cuda` builds `capability` (see the module doc)."""
-    targets = [Version.parse(_strip_ptx(a)) for a in matrix.cuda_default_archs(cuda)]
-    return _supported(capability, targets)
+    return _supported(capability, _arch_versions(tuple(matrix.cuda_default_archs(cuda))))
+
+
+@cache
+def _arch_versions(archs: tuple[str, ...]) -> tuple[Version, ...]:
+    # Parsed once per toolkit: a plan asks for each capability of each variant.
+    return tuple(Version.parse(_strip_ptx(a)) for a in archs)
 
 
 def cuda_archs(kernel: CudaKernel, cuda: Version, matrix: Matrix, kernel_name: str) -> list[str]:

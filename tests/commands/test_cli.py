@@ -79,6 +79,23 @@ def test_help_and_completion_import_no_command_nor_pydantic(args: list[str]) -> 
     }
 
 
+@pytest.mark.parametrize(
+    "args",
+    [["check-config", "EXAMPLE"], ["plan", "EXAMPLE", "-o", "PLAN", "--unique-id", "0000000"]],
+    ids=lambda args: args[0],
+)
+def test_check_config_and_plan_import_no_template_engine_nor_hub_client(
+    args: list[str], tmp_path: Path
+) -> None:
+    """What these commands do not use costs their start-up nothing (docs/performance.md)."""
+    plan = str(tmp_path / "plan.json")
+    modules = imported_by(
+        *[{"EXAMPLE": str(ROOT / "examples" / "relu"), "PLAN": plan}.get(a, a) for a in args]
+    )
+    assert "kernelnix.config.load" in modules
+    assert not {m.split(".")[0] for m in modules} & {"jinja2", "tomlkit", "huggingface_hub"}
+
+
 def test_a_command_name_completes_from_the_summaries() -> None:
     ctx = click.Context(main)
     found = main.shell_complete(ctx, "check-")

@@ -1,7 +1,9 @@
 # kernelnix as a Nix Python application, built from this repository's
 # pyproject.toml: its name, version and dependencies are read from it, so the
-# package follows the file. Dependencies with an environment marker (tomli for
-# Python < 3.11) are for older Pythons than the toolchain's and are left out.
+# package follows the file. Dependencies with an environment marker are left
+# out: tomli is for Pythons older than the toolchain's, and rtoml only reads
+# build.toml faster (kernelnix/config/toml_parser.py): without it the standard
+# library's tomllib does the same work.
 # Its templates (kernelnix/templates) are package data.
 {
   util,
