@@ -26,6 +26,11 @@ def kebab(name: str) -> str:
     return name.replace("_", "-")
 
 
+def name_of(key: str) -> str:
+    """A field's attribute name from its key in the file: `cuda-flags` -> `cuda_flags`."""
+    return key.replace("-", "_")
+
+
 class FileModel(BaseModel):
     """A frozen record validated from a table of a file, every problem reported at once."""
 

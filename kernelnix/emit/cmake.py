@@ -126,10 +126,13 @@ def _build_toml_values(
 
 def _listed(table: PlanModel) -> list[tuple[tuple[str, int], str]]:
     """((key, index), value) of each string in the table's lists, keys as in build.toml."""
+    # Read by attribute, not model_dump: dumping would build the model's serializer
+    # (milliseconds in every check-config) for values already at hand.
+    fields = type(table).model_fields
     return [
-        ((key, index), value)
-        for key, values in table.model_dump(by_alias=True).items()
-        if isinstance(values, list)
+        ((fields[name].alias or name, index), value)
+        for name in fields
+        if isinstance(values := getattr(table, name), list)
         for index, value in enumerate(values)
         if isinstance(value, str)
     ]

@@ -2,6 +2,12 @@
 
 Pure data, deterministic (same inputs, same bytes), versioned by
 `schema-version`. Documented in docs/plan.md.
+
+The planner makes its records with `model_construct`, unvalidated: every value
+comes from the validated config or from kernelnix's own typed computations, and
+validating it again would build each record model's validator in every fresh
+process (3 % of `check-config`'s instructions). The plan file is validated
+where it is read (`read_plan`), and the tests check what the planner writes.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelnix import __version__
+from kernelnix.config.base import name_of
 from kernelnix.config.load import LoadedConfig, format_key_path, load_config, with_lines
 from kernelnix.config.model import BuildConfig, CudaKernel
 from kernelnix.config.paths import declared_lists, declared_paths
@@ -72,12 +79,12 @@ def _plan_kernels(config: BuildConfig) -> dict[str, PlanKernel]:
 def _plan_kernel(data: dict[str, Any]) -> PlanKernel:
     data.pop("cuda-capabilities", None)  # resolved per variant: PlanVariant.kernels
     data.pop("rocm-archs", None)
-    return PlanKernel.model_validate(data, by_alias=True, by_name=False)
+    return PlanKernel.model_construct(**{name_of(key): value for key, value in data.items()})
 
 
 def _framework_sources(config: BuildConfig) -> FrameworkSources:
     section = framework_section(config)
-    return FrameworkSources(
+    return FrameworkSources.model_construct(
         src=list(getattr(section, "src", [])),
         include=list(getattr(section, "include", [])),
         cxx_flags=list(getattr(section, "cxx_flags", [])),
@@ -135,8 +142,9 @@ def _kernels_of_variant(
 
 
 def _provenance(git: GitState | None) -> Provenance:
-    kernel = KernelGit(commit=git.commit, dirty=git.dirty) if git else None
-    return Provenance(kernel_builder=BuilderVersion(version=BUILDER_VERSION), kernel=kernel)
+    kernel = KernelGit.model_construct(commit=git.commit, dirty=git.dirty) if git else None
+    builder = BuilderVersion.model_construct(version=BUILDER_VERSION)
+    return Provenance.model_construct(kernel_builder=builder, kernel=kernel)
 
 
 def _plan_variant(
@@ -153,8 +161,8 @@ def _plan_variant(
     metadata = metadata_for_backend(config, variant.backend, kernel_id, archs, provenance)
     macos = matrix.macos_target(variant.backend) if variant.system.endswith("darwin") else None
     cri = cri_image((config.kernel[name] for name in kernels), matrix)
-    return PlanVariant(
-        kind=variant.kind,  # type: ignore[arg-type]
+    return PlanVariant.model_construct(
+        kind=variant.kind,
         system=variant.system,
         backend=variant.backend,
         backend_version=str(build_set.version) if build_set.version else None,
@@ -175,7 +183,9 @@ def _plan_variant(
 
 def _hub(config: BuildConfig) -> PlanHub:
     hub = config.general.hub
-    return PlanHub(repo_id=hub.repo_id if hub else None, branch=hub.branch if hub else None)
+    return PlanHub.model_construct(
+        repo_id=hub.repo_id if hub else None, branch=hub.branch if hub else None
+    )
 
 
 def _best_first(variants: list[Variant], matrix: Matrix) -> list[Variant]:
@@ -219,7 +229,7 @@ def draft_plan(
         found = variants_for_system(config, system, matrix)
         notes += [n for n in found.notes if n not in notes]
         ranked = _best_first(found.variants, matrix)
-        systems[system] = PlanSystem(
+        systems[system] = PlanSystem.model_construct(
             variants=found.names(),
             bundle=[v.name for v in found.variants if v.bundle],
             ci_variant=ranked[0].name if ranked else None,
@@ -235,18 +245,20 @@ def draft_plan(
             except (EmptyArchsError, UnknownPythonDependency) as exc:
                 errors.append(exc.diagnostic(display_path(loaded.path)))
     errors += missing_sources(loaded)
-    plan = Plan(
+    plan = Plan.model_construct(
         schema_version=SCHEMA_VERSION,
         generator=f"kernelnix {__version__}",
         build_toml_sha256=hashlib.sha256(loaded.path.read_bytes()).hexdigest(),
         name=config.general.name,
         python_name=config.general.python_name,
         version=config.general.version,
-        framework=config.framework,  # type: ignore[arg-type]
+        framework=config.framework,
         package_dir=package_dir(config),
         pyext=pyext(config),
         unique_id=unique,
-        kernel_git=KernelGitState(commit=git.commit, dirty=git.dirty) if git else None,
+        kernel_git=KernelGitState.model_construct(commit=git.commit, dirty=git.dirty)
+        if git
+        else None,
         framework_sources=_framework_sources(config),
         kernels=_plan_kernels(config),
         sources=sources,

@@ -83,7 +83,8 @@ def kernel_compile(
     cxx = list(kernel.cxx_flags)
     if isinstance(kernel, XpuKernel):
         cxx = sycl_flags(kernel, matrix, cri) + cxx
-    return KernelCompile(
+    # Unvalidated: kernelnix's own flags (see kernelnix.plan.build).
+    return KernelCompile.model_construct(
         cxx_flags=cxx,
         gpu_flags=_gpu_flags(kernel, archs or [], backend_version),
         dependencies=[],  # Torch's headers come with every project; nothing else yet

@@ -76,7 +76,8 @@ def metadata_for_backend(
     provenance: Provenance | None = None,
 ) -> Metadata:
     general = config.general
-    return Metadata(
+    # Unvalidated: the values are the validated config's (see kernelnix.plan.build).
+    return Metadata.model_construct(
         name=general.name,
         id=kernel_id,
         version=general.version,
@@ -85,6 +86,6 @@ def metadata_for_backend(
         source=general.source,
         python_depends=python_depends_for(config, backend),
         kernel_depends=kernel_depends_for(config, backend),
-        backend=BackendInfo(type=backend, archs=archs),  # type: ignore[arg-type]
+        backend=BackendInfo.model_construct(type=backend, archs=archs),
         provenance=provenance,
     )

@@ -73,7 +73,9 @@ def imported_by(*args: str) -> set[str]:
 def test_help_and_completion_import_no_command_nor_pydantic(args: list[str]) -> None:
     modules = imported_by(*args)
     assert "kernelnix.cli" in modules
-    assert not {m for m in modules if m.split(".")[0] == "pydantic"}
+    # The plugin loader's stand-in is kernelnix's own module (cli._skip_plugin_loader).
+    assert not {m for m in modules if m.split(".")[0] == "pydantic"} - {"pydantic.plugin._loader"}
+    assert "pydantic.plugin" not in modules
     assert not {m for m in modules if m.startswith("kernelnix.commands.")} - {
         "kernelnix.commands.completion"
     }
@@ -94,6 +96,16 @@ def test_check_config_and_plan_import_no_template_engine_nor_hub_client(
     )
     assert "kernelnix.config.load" in modules
     assert not {m.split(".")[0] for m in modules} & {"jinja2", "tomlkit", "huggingface_hub"}
+    # pydantic's plugin loader imports it to look for plugins, and every plugin is off.
+    assert "importlib.metadata" not in modules
+
+
+def test_pydantic_plugins_a_user_enables_are_still_looked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "some-plugin")
+    modules = imported_by("check-config", str(ROOT / "examples" / "relu"))
+    assert {"pydantic.plugin._loader", "importlib.metadata"} <= modules
 
 
 def test_a_command_name_completes_from_the_summaries() -> None:
