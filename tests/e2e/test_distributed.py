@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from compiler_cache import python_prefixes
 from fresh_python import run_python
 from nix_projects import clone_worktree, git, make_project, nix, nix_environment
 from nix_remote import SSHD, CacheServer, remote_daemon, serve_directory, sshd
@@ -206,13 +207,7 @@ def host_python_dirs(project: Path) -> list[str]:
     """The directories of the recorded Python's installation (and of its base, for a
     virtual environment), which a sandboxed host build must see."""
     python = json.loads((project / HOST_FILE).read_text())["python"]
-    found = subprocess.run(
-        [python, "-c", "import sys; print(sys.prefix); print(sys.base_prefix)"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return sorted({os.path.realpath(p) for p in found})
+    return sorted({os.path.realpath(p) for p in python_prefixes(python)})
 
 
 # CI installs openssh-server (scripts/setup.sh): there a missing sshd fails the test.

@@ -42,15 +42,21 @@ def compiles(cache: Path, since: int) -> tuple[list[str], list[str]]:
     )
 
 
-def sandbox_paths(python: Path, cache: Path) -> str:
-    """What a sandboxed host build reads: the system, the CUDA venv and its base
-    Python, the cache."""
-    found = subprocess.run(
+def python_prefixes(python: Path | str) -> list[str]:
+    """`sys.prefix` and `sys.base_prefix` of `python`: its installation and, for a
+    virtual environment, its base's, which a sandboxed host build must see."""
+    return subprocess.run(
         [python, "-c", "import sys; print(sys.prefix); print(sys.base_prefix)"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
+
+
+def sandbox_paths(python: Path, cache: Path) -> str:
+    """What a sandboxed host build reads: the system, the CUDA venv and its base
+    Python, the cache."""
+    found = python_prefixes(python)
     dirs = {"/bin", "/usr", "/lib", "/lib64", "/etc", *found, *map(os.path.realpath, found)}
     return " ".join([*sorted(d for d in dirs if Path(d).exists()), str(cache)])
 
