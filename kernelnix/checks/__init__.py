@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kernelnix.checks.context import CheckOptions
+    from kernelnix.checks.import_check import ImportChild
     from kernelnix.checks.policy import DEFAULT_POLICY, policy_names
     from kernelnix.checks.report import CheckReport, Violation, render_reports, reports_json
     from kernelnix.checks.runner import check_tree, discover_variants, run_checks
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 # Name -> the module of this package that defines it.
 _EXPORTS = {
     "CheckOptions": "context",
+    "ImportChild": "import_check",
     "DEFAULT_POLICY": "policy",
     "policy_names": "policy",
     "CheckReport": "report",
@@ -37,6 +39,7 @@ __all__ = [
     "DEFAULT_POLICY",
     "CheckOptions",
     "CheckReport",
+    "ImportChild",
     "Violation",
     "check_tree",
     "discover_variants",

@@ -6,14 +6,18 @@ import os
 import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelnix.checks.policy import DEFAULT_POLICY
 from kernelnix.core.version import Version
 from kernelnix.plan.metadata import Metadata, MetadataRead, read_metadata
 from kernelnix.variants.names import VariantName, parse_variant_name
 
+if TYPE_CHECKING:
+    from kernelnix.checks.import_check import ImportChild
+
 DEFAULT_PYTHON_ABI = "3.9"
+IMPORT_TIMEOUT = 300.0  # seconds the import check may take
 # Deployment targets: the reference's default for CPU builds, and the macOS
 # release the loader requires for Metal variants.
 MACOS_MIN_CPU = Version.parse("15.0")
@@ -42,7 +46,10 @@ class CheckOptions:
     python_depends: tuple[str, ...] = ()  # extra allowed import names
     import_check: bool = True
     python: str | None = None  # interpreter for the import check; default: this one
-    import_timeout: float = 300.0
+    import_timeout: float = IMPORT_TIMEOUT
+    # An import check interpreter the caller started ahead (the build step does,
+    # before it compiles); None: the check starts its own.
+    import_child: ImportChild | None = field(default=None, compare=False)
 
     def settings(self) -> dict[str, Any]:
         return {

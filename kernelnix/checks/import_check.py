@@ -6,6 +6,11 @@ linked into a throw-away repository as `build/<variant>`, so the loader's own
 variant resolution picks exactly this variant; a variant meant for another
 system (a CUDA variant on a CPU machine), or checked by a Python without Torch
 (a noarch variant needs none to build), is skipped with a note, not failed.
+
+Importing Torch takes seconds (about 4 s for a CUDA Torch on two cores), so the
+build step starts the interpreter before it compiles (`ImportChild`): Torch and
+the loader import while CMake configures, when a core is idle, and the check
+then only loads the variant. `kernelnix check` starts one when it checks.
 """
 
 from __future__ import annotations
@@ -19,12 +24,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kernelnix.checks.context import VariantContext
+from kernelnix.checks.context import IMPORT_TIMEOUT, CheckOptions, VariantContext
 from kernelnix.checks.report import VARIANT_FILE, Violation
 
 RESULT_MARKER = "KERNELNIX_IMPORT_RESULT "
 
-# Runs in the child interpreter: argv = [staging repo, variant name, variant directory].
+# Runs in the child interpreter: imports Torch and the loader first, then reads
+# one JSON line from stdin: [staging repo, variant name, variant directory].
 _IMPORT_SCRIPT = r"""
 import json, sys, traceback
 from pathlib import Path
@@ -32,20 +38,28 @@ from pathlib import Path
 def report(**result):
     print("KERNELNIX_IMPORT_RESULT " + json.dumps(result), flush=True)
 
-repo, variant, variant_dir = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 import importlib.util
+early = None
 if importlib.util.find_spec("torch") is None:
-    report(status="skipped", reason=f"{sys.executable} has no Torch")
+    early = dict(status="skipped", reason=f"{sys.executable} has no Torch")
+else:
+    try:
+        import torch
+        from kernels import get_local_kernel
+    except Exception as exc:
+        early = dict(status="no-loader", error=f"{type(exc).__name__}: {exc}")
+    try:
+        from kernels.variants import parse_variant, resolve_variants
+    except Exception:
+        parse_variant = None
+line = sys.stdin.readline()
+if not line:
+    sys.exit(0)  # the build failed or was stopped: nothing to load
+if early is not None:
+    report(**early)
     sys.exit(0)
-try:
-    from kernels import get_local_kernel
-except Exception as exc:
-    report(status="no-loader", error=f"{type(exc).__name__}: {exc}")
-    sys.exit(0)
-try:
-    from kernels.variants import parse_variant, resolve_variants
-except Exception:
-    parse_variant = None
+repo, variant, variant_dir = json.loads(line)
+repo, variant_dir = Path(repo), Path(variant_dir)
 # A CPU variant loads in any Torch when asked for by backend, as users of a
 # CUDA Torch ask for it: kernelnix builds CPU variants against CUDA wheels too.
 backend = None
@@ -119,13 +133,17 @@ def _failure_text(result: dict[str, Any]) -> str:
     return f"the import did not complete: {result.get('error')}"
 
 
-def run_import(ctx: VariantContext) -> dict[str, Any]:
-    """Run the loader in a child interpreter; the result dict always has `status`."""
-    python = ctx.options.python or sys.executable
-    with tempfile.TemporaryDirectory(prefix="kernelnix-import-") as temp:
-        temp_path = Path(temp)
-        repo = _staging_repo(temp_path, ctx.variant_dir)
-        home = temp_path / "home"
+class ImportChild:
+    """The interpreter of one import check, started ahead: it imports Torch and the
+    loader at once, then waits for the variant to load (`load`). Close it (a `with`
+    block) whether or not it loaded anything."""
+
+    def __init__(self, python: str, timeout: float = IMPORT_TIMEOUT) -> None:
+        self.python = python
+        self.timeout = timeout
+        self._temp = tempfile.TemporaryDirectory(prefix="kernelnix-import-")
+        self.work = Path(self._temp.name)
+        home = self.work / "home"
         home.mkdir()
         env = {
             **os.environ,
@@ -137,41 +155,70 @@ def run_import(ctx: VariantContext) -> dict[str, Any]:
         }
         env.pop("LOCAL_KERNELS", None)
         env.pop("KERNELS_CACHE", None)
+        self._process: subprocess.Popen[str] | None = None
+        self._start_error: OSError | None = None
         try:
-            completed = subprocess.run(
-                [
-                    python,
-                    "-c",
-                    _IMPORT_SCRIPT,
-                    str(repo),
-                    ctx.variant_dir.name,
-                    str(ctx.variant_dir.resolve()),
-                ],
-                capture_output=True,
+            self._process = subprocess.Popen(
+                [python, "-c", _IMPORT_SCRIPT],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
                 env=env,
-                cwd=temp,
-                timeout=ctx.options.import_timeout,
-                check=False,
+                cwd=self.work,
             )
-        except subprocess.TimeoutExpired:
-            return {
-                "status": "error",
-                "error": f"timed out after {ctx.options.import_timeout:.0f} s",
-            }
         except OSError as exc:
-            return {"status": "no-loader", "python": python, "error": str(exc)}
-    for line in reversed(completed.stdout.splitlines()):
-        if line.startswith(RESULT_MARKER):
-            result = json.loads(line[len(RESULT_MARKER) :])
-            result.setdefault("python", python)
-            return result
-    # The child died before reporting (a crash in a native library, say).
-    tail = (completed.stderr or completed.stdout).strip().splitlines()[-5:]
-    return {
-        "status": "error",
-        "error": f"the interpreter exited with code {completed.returncode}: " + " | ".join(tail),
-    }
+            self._start_error = exc
+
+    def __enter__(self) -> ImportChild:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the interpreter if it still runs, and remove its directory."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.communicate()
+        self._temp.cleanup()
+
+    def load(self, variant_dir: Path) -> dict[str, Any]:
+        """Load `variant_dir` through the loader; the result dict always has `status`."""
+        if self._process is None:
+            return {"status": "no-loader", "python": self.python, "error": str(self._start_error)}
+        repo = _staging_repo(self.work, variant_dir)
+        request = json.dumps([str(repo), variant_dir.name, str(variant_dir.resolve())]) + "\n"
+        try:
+            stdout, stderr = self._process.communicate(request, timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            return {"status": "error", "error": f"timed out after {self.timeout:.0f} s"}
+        for line in reversed(stdout.splitlines()):
+            if line.startswith(RESULT_MARKER):
+                result: dict[str, Any] = json.loads(line[len(RESULT_MARKER) :])
+                result.setdefault("python", self.python)
+                return result
+        # The child died before reporting (a crash in a native library, say).
+        tail = (stderr or stdout).strip().splitlines()[-5:]
+        return {
+            "status": "error",
+            "error": f"the interpreter exited with code {self._process.returncode}: "
+            + " | ".join(tail),
+        }
+
+
+def import_child(options: CheckOptions) -> ImportChild:
+    """The interpreter the import check of `options` runs in, started now."""
+    return ImportChild(options.python or sys.executable, options.import_timeout)
+
+
+def run_import(ctx: VariantContext) -> dict[str, Any]:
+    """Load the variant in the caller's child interpreter (CheckOptions.import_child),
+    else in one started now."""
+    if ctx.options.import_child is not None:
+        return ctx.options.import_child.load(ctx.variant_dir)
+    with import_child(ctx.options) as child:
+        return child.load(ctx.variant_dir)
 
 
 def _staging_repo(temp: Path, variant_dir: Path) -> Path:

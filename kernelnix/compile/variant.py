@@ -22,7 +22,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from kernelnix.checks import DEFAULT_POLICY, CheckOptions, render_reports, run_checks
+from kernelnix.checks import (
+    DEFAULT_POLICY,
+    CheckOptions,
+    ImportChild,
+    render_reports,
+    run_checks,
+)
 from kernelnix.compile.dependencies import dependency_definitions
 from kernelnix.compile.gpu_archs import ArchsUnknown, compiled_archs
 from kernelnix.compile.hipify import (
@@ -418,13 +424,16 @@ def build_policy(redistributable: bool) -> tuple[str, str]:
 
 
 def run_post_build_checks(
-    variant_dir: Path, redistributable: bool, import_check: bool = True
+    variant_dir: Path,
+    redistributable: bool,
+    import_check: bool = True,
+    import_child: ImportChild | None = None,
 ) -> None:
     """The post-build hook: kernelnix.checks over the staged variant directory,
     under build_policy's policy (which metadata_text recorded).
 
     `import_check=False` skips the import through `kernels` (kernel-builder's
-    doGetKernelCheck = false).
+    doGetKernelCheck = false); `import_child` is its interpreter, started ahead.
     """
     policy, reason = build_policy(redistributable)
     options = CheckOptions(
@@ -433,6 +442,7 @@ def run_post_build_checks(
         redistributable=redistributable,
         python=sys.executable,
         import_check=import_check,
+        import_child=import_child,
     )
     report = run_checks(variant_dir, options)
     print(render_reports([report]), flush=True)
@@ -499,11 +509,17 @@ def build_variant(
             plan, system, variant_name, source_dir, work_dir, metadata, jobs, redistributable
         )
     )
-    with compiled as build, replacing_dir(destination) as target:
+    # The import check's interpreter imports Torch while the variant compiles.
+    import_child = ImportChild(sys.executable) if import_check else None
+    with (
+        import_child or nullcontext(),
+        compiled as build,
+        replacing_dir(destination) as target,
+    ):
         if build is None:
             _stage_noarch(plan, source_dir, target, metadata)
         else:
             _install(build, target, variant)
-        run_post_build_checks(target, redistributable, import_check)
+        run_post_build_checks(target, redistributable, import_check, import_child)
         _remove_bytecode(target)
     return destination

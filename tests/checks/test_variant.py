@@ -13,7 +13,13 @@ import pytest
 from checks_corpus.corpus import Corpus, build_corpus, build_extension_module
 from click.testing import CliRunner
 
-from kernelnix.checks import CheckOptions, check_tree, discover_variants, run_checks
+from kernelnix.checks import (
+    CheckOptions,
+    ImportChild,
+    check_tree,
+    discover_variants,
+    run_checks,
+)
 from kernelnix.commands.check import check
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.version import Version
@@ -148,6 +154,43 @@ def test_a_python_without_torch_skips_the_import(tmp_path: Path) -> None:
     (note,) = report.notes
     python = venv / "bin" / "python"
     assert note == f"import check skipped: not loadable on this machine ({python} has no Torch)"
+
+
+def test_an_import_child_started_ahead_loads_the_variant_it_is_given(
+    tmp_path: Path, extension: Path
+) -> None:
+    """The build step starts the interpreter before it compiles; the check then sends
+    it the variant. The same failure is reported as by a child started at the check."""
+    init = INIT + '\nraise RuntimeError("kernel exploded at import")\n'
+    good = make_variant(tmp_path / "good", library=extension)
+    bad = make_variant(tmp_path / "bad", library=extension, files={"__init__.py": init})
+    with ImportChild(sys.executable) as child:
+        work = child.work
+        report = run_checks(good, CheckOptions(import_child=child))
+    assert report.ok, report.render()
+    assert not work.exists()  # its HOME and staging repository are removed
+    with ImportChild(sys.executable) as child:
+        (violation,) = run_checks(bad, CheckOptions(import_child=child)).violations
+    assert "RuntimeError: kernel exploded at import" in violation.found
+
+
+def test_an_import_child_that_loads_nothing_is_stopped(tmp_path: Path) -> None:
+    """A build that fails to compile closes the interpreter it started: no process
+    and no directory are left behind."""
+    child = ImportChild(sys.executable)
+    process = child._process
+    assert process is not None
+    child.close()
+    assert process.poll() is not None
+    assert not child.work.exists()
+
+
+def test_an_import_child_without_an_interpreter_says_so(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-python")
+    with ImportChild(missing) as child:
+        result = child.load(make_variant(tmp_path / "build", "torch-cpu"))
+    assert result["status"] == "no-loader"
+    assert result["python"] == missing
 
 
 # ---------------------------------------------------------------------------
