@@ -236,10 +236,10 @@ class Plan(PlanModel):
     )
 
     def to_json(self) -> str:
-        """The canonical text: sorted keys, 2-space indent, trailing newline."""
-        return (
-            json.dumps(self.model_dump(mode="json", by_alias=True), indent=2, sort_keys=True) + "\n"
-        )
+        """The canonical text: keys in the models' order, 2-space indent, trailing
+        newline. pydantic writes it (not `json.dumps`, whose indenting encoder is
+        pure Python: 5 % of `kernelnix plan` on a large config)."""
+        return self.model_dump_json(indent=2, by_alias=True) + "\n"
 
     def variant(self, system: str, name: str) -> PlanVariant:
         """Variant `name` of `system`; a UserError lists the valid ones."""
