@@ -18,7 +18,6 @@ Run: python benchmarks/bench_compile.py [--repeat N] [--with-build-step]
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import time
 from pathlib import Path
 
 import torch.utils.cpp_extension as cpp_extension
-from figures import Figure, report
+from figures import Figure, environment_set, report
 
 from kernelnix.compile import build_variant
 from kernelnix.config import load_config
@@ -69,17 +68,17 @@ def time_cpp_extension(work: Path) -> float:
     """torch.utils.cpp_extension.load of the same sources (registration.h from our project)."""
     project = work / "project"
     write_project(cmake_project(plan(), current_system(), VARIANT), project)
-    os.environ["MAX_JOBS"] = str(JOBS)
     start = time.perf_counter()
-    cpp_extension.load(
-        name="relu_cpp_extension_bench",
-        sources=[str(KERNEL / s) for s in SOURCES],
-        extra_cflags=[*OPTIMIZE, "-DCPU_KERNEL"],
-        extra_include_paths=[str(project / "include")],
-        build_directory=str(work),
-        is_python_module=False,
-        verbose=False,
-    )
+    with environment_set(MAX_JOBS=str(JOBS)):
+        cpp_extension.load(
+            name="relu_cpp_extension_bench",
+            sources=[str(KERNEL / s) for s in SOURCES],
+            extra_cflags=[*OPTIMIZE, "-DCPU_KERNEL"],
+            extra_include_paths=[str(project / "include")],
+            build_directory=str(work),
+            is_python_module=False,
+            verbose=False,
+        )
     return time.perf_counter() - start
 
 
@@ -96,19 +95,20 @@ def fresh(prefix: str) -> Path:
 
 def measure(repeat: int = 1) -> list[Figure]:
     """Best of `repeat` cold builds of each."""
-    if shutil.which("ccache"):
-        os.environ["CCACHE_DISABLE"] = "1"
-    ours, theirs = [], []
-    for _ in range(repeat):
-        for times, timer, prefix in (
-            (ours, time_ours, "ours"),
-            (theirs, time_cpp_extension, "cpp"),
-        ):
-            work = fresh(prefix)
-            try:
-                times.append(timer(work))
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
+    ours: list[float] = []
+    theirs: list[float] = []
+    # No compiler cache on either side (cpp_extension uses ccache when installed).
+    with environment_set(CCACHE_DISABLE="1"):
+        for _ in range(repeat):
+            for times, timer, prefix in (
+                (ours, time_ours, "ours"),
+                (theirs, time_cpp_extension, "cpp"),
+            ):
+                work = fresh(prefix)
+                try:
+                    times.append(timer(work))
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
     return [
         Figure(
             name=f"cold compile of relu CPU by our CMake project (configure to link, -j{JOBS})",

@@ -9,7 +9,8 @@ import os
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -93,3 +94,19 @@ def run_quietly(command: Sequence[str], env: Mapping[str, str] | None = None) ->
 def best_and_median(action: Callable[[], object], runs: int) -> tuple[float, float]:
     times = [timed(action) for _ in range(runs)]
     return min(times), statistics.median(times)
+
+
+@contextmanager
+def environment_set(**values: str) -> Iterator[None]:
+    """`os.environ` with `values` set for the block, as it was afterwards: a benchmark
+    run by benchmarks/run shares the process with the ones after it."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
