@@ -44,7 +44,10 @@ if importlib.util.find_spec("torch") is None:
     early = dict(status="skipped", reason=f"{sys.executable} has no Torch")
 else:
     try:
-        import torch
+        import torch  # the slow part, done before the variant is known
+    except Exception:
+        pass  # the loader's import of the variant reports it, as a failed import
+    try:
         from kernels import get_local_kernel
     except Exception as exc:
         early = dict(status="no-loader", error=f"{type(exc).__name__}: {exc}")

@@ -174,6 +174,21 @@ def test_an_import_child_started_ahead_loads_the_variant_it_is_given(
     assert "RuntimeError: kernel exploded at import" in violation.found
 
 
+def test_a_torch_that_fails_to_import_is_the_variants_import_failure(
+    tmp_path: Path, extension: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child imports Torch ahead; when that fails, the check reports the loader's
+    failed import of the variant, not a missing loader."""
+    fake = tmp_path / "fake" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise ImportError("torch is broken here")\n')
+    variant = make_variant(tmp_path / "build", library=extension)
+    monkeypatch.setenv("PYTHONPATH", str(fake.parent))
+    (violation,) = run_checks(variant, CheckOptions()).violations
+    assert violation.subject == "kernels.get_local_kernel"
+    assert "torch is broken here" in violation.found
+
+
 def test_an_import_child_that_loads_nothing_is_stopped(tmp_path: Path) -> None:
     """A build that fails to compile closes the interpreter it started: no process
     and no directory are left behind."""
