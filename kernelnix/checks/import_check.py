@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kernelnix.checks.context import IMPORT_TIMEOUT, CheckOptions, VariantContext
+from kernelnix.checks.context import IMPORT_TIMEOUT, VariantContext
 from kernelnix.checks.report import VARIANT_FILE, Violation
 
 RESULT_MARKER = "KERNELNIX_IMPORT_RESULT "
@@ -210,17 +210,13 @@ class ImportChild:
         }
 
 
-def import_child(options: CheckOptions) -> ImportChild:
-    """The interpreter the import check of `options` runs in, started now."""
-    return ImportChild(options.python or sys.executable, options.import_timeout)
-
-
 def run_import(ctx: VariantContext) -> dict[str, Any]:
     """Load the variant in the caller's child interpreter (CheckOptions.import_child),
     else in one started now."""
     if ctx.options.import_child is not None:
         return ctx.options.import_child.load(ctx.variant_dir)
-    with import_child(ctx.options) as child:
+    options = ctx.options
+    with ImportChild(options.python or sys.executable, options.import_timeout) as child:
         return child.load(ctx.variant_dir)
 
 
