@@ -98,7 +98,8 @@ COMMANDS: dict[str, CommandEntry] = {
         "author", "Build DIRECTORY's bundle with Nix, then upload exactly what was built."
     ),
     "build-variant": CommandEntry(
-        "build", "Build one variant of a plan into OUT/NAME/ (the step a Nix derivation runs)."
+        "build_variant",
+        "Build one variant of a plan into OUT/NAME/ (the step a Nix derivation runs).",
     ),
     "check": CommandEntry(
         "check", "Check PATH: one variant directory, or a build tree of variants."

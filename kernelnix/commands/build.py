@@ -1,4 +1,6 @@
-"""Commands that compile: build, build-variant (the Nix build step), create-pyproject."""
+"""Commands that compile: build (with Nix, or --local: the build step once per variant),
+create-pyproject and clean-pyproject. The build step itself is build-variant's
+(`build_variant.py`)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,15 @@ from pathlib import Path
 
 import click
 
-from kernelnix.cli import DIR_ARGUMENT, command, exits_on, print_warnings, reports_user_errors
+from kernelnix.cli import DIR_ARGUMENT, command, print_warnings, reports_user_errors
+from kernelnix.commands.build_variant import (
+    CUDA_ARCHS_OPTION,
+    DEPENDENCY_OPTION,
+    JOBS_OPTION,
+    UNIQUE_ID_OPTION,
+    reports_build_errors,
+)
 from kernelnix.commands.nix import nix_options
-from kernelnix.compile import BuildError, build_variant
 from kernelnix.compile.dependencies import dependency_locations
 from kernelnix.compile.develop import create_pyproject
 from kernelnix.compile.local import build_planned
@@ -17,35 +25,7 @@ from kernelnix.compile.variant import parse_cuda_archs, with_cuda_archs
 from kernelnix.core.diagnostics import UserError, display_path
 from kernelnix.host.system import current_system
 from kernelnix.plan.build import PlanOptions, plan_directory
-from kernelnix.plan.model import read_plan
 from kernelnix.project.nix import NixOptions
-from kernelnix.variants.matrix import TOOLCHAINS
-
-JOBS_OPTION = click.option(
-    "-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs (default: Ninja's)."
-)
-CUDA_ARCHS_OPTION = click.option(
-    "--cuda-archs",
-    metavar="ARCHS",
-    help="A development build: CUDA kernels only for these of their archs "
-    "(`9.0`, `8.0,9.0a`; `native`: the visible GPUs'). Not publishable.",
-)
-DEPENDENCY_OPTION = click.option(
-    "--dependency",
-    "dependencies",
-    metavar="NAME=DIR",
-    multiple=True,
-    help="Where a header dependency is (`cutlass_3_8=/src/cutlass/include`); "
-    "the same as KERNELNIX_DEP_<NAME>=DIR.",
-)
-UNIQUE_ID_OPTION = click.option(
-    "--unique-id",
-    help="Unique part of the op namespace (default: git tree id, else a hash of the files).",
-)
-
-
-# A failed compile or check: its message on stderr and exit code 1.
-reports_build_errors = exits_on(BuildError, "build failed: ")
 
 
 @command("build")
@@ -126,94 +106,6 @@ def build_command(
             f"no variant of {directory} can be built on this machine ({current_system()})",
             fix="see the reasons above; install the Torch and toolkit a variant needs",
         )
-
-
-@command("build-variant")
-@click.option(
-    "--plan",
-    "plan_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="The plan file (kernelnix plan).",
-)
-@click.option("--variant", required=True, metavar="NAME", help="The variant to build.")
-@click.option("--system", metavar="SYSTEM", help="The plan's system (default: this machine's).")
-@click.option(
-    "--source",
-    required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="The kernel's directory (with build.toml).",
-)
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where the variant directory OUT/NAME/ is written.",
-)
-@UNIQUE_ID_OPTION
-@click.option(
-    "--kernel-git",
-    metavar="REV",
-    help="The kernel's commit for the metadata's provenance: COMMIT (all 40 or 64 hex "
-    "digits), COMMIT-dirty, or '' when unknown (default: the one the plan recorded).",
-)
-@click.option("--toolchain", type=click.Choice(TOOLCHAINS), default="host", show_default=True)
-@click.option("--redistributable", is_flag=True, help="Hold the result to the default policy.")
-@click.option(
-    "--no-import-check",
-    is_flag=True,
-    help="Skip the import through `kernels` (a flake's doGetKernelCheck = false).",
-)
-@JOBS_OPTION
-@CUDA_ARCHS_OPTION
-@DEPENDENCY_OPTION
-@click.option(
-    "--work-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Keep the CMake project and build tree here (default: a temporary directory).",
-)
-@reports_user_errors
-@reports_build_errors
-def build_variant_command(
-    plan_path: Path,
-    variant: str,
-    system: str | None,
-    source: Path,
-    out: Path,
-    unique_id: str | None,
-    kernel_git: str | None,
-    toolchain: str,
-    redistributable: bool,
-    no_import_check: bool,
-    jobs: int | None,
-    cuda_archs: str | None,
-    dependencies: tuple[str, ...],
-    work_dir: Path | None,
-) -> None:
-    """\b
-    Examples:
-      kernelnix build-variant --plan kernelnix-plan.json \\
-        --variant torch213-cxx11-cpu-x86_64-linux --source . --out "$out"
-    """
-    os.environ.update(dependency_locations(dependencies))
-    plan = read_plan(plan_path)
-    if cuda_archs is not None:
-        plan = with_cuda_archs(plan, parse_cuda_archs(cuda_archs))
-    built = build_variant(
-        plan,
-        system or current_system(),
-        variant,
-        source,
-        out,
-        unique_id=unique_id,
-        kernel_git=kernel_git,
-        toolchain=toolchain,
-        redistributable=redistributable,
-        jobs=jobs,
-        work_dir=work_dir,
-        import_check=not no_import_check,
-    )
-    click.echo(f"built {built}")
 
 
 TARGET_ARGUMENT = click.argument(

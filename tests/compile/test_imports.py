@@ -165,6 +165,24 @@ def test_plan_readers_load_neither_the_matrix_nor_the_config_models(
     assert not planning, f"importing {module} loads {planning}: read the plan instead"
 
 
+def test_the_build_step_command_loads_no_planner_nor_project_generation(
+    loaded: dict[str, set[str]],
+) -> None:
+    """build-variant, which every Nix derivation runs, starts from the plan: the matrix
+    (for --toolchain's names) is all it loads of planning."""
+    makers = (
+        *(m for m in PLANNING if m != "kernelnix.variants.matrix"),
+        "kernelnix.project",
+        "kernelnix.emit.flake",
+        "kernelnix.emit.scaffold",
+        "kernelnix.gate",
+        "kernelnix.publish",
+        "kernelnix.commands.nix",
+    )
+    found = sorted(m for m in loaded["kernelnix.commands.build_variant"] if m.startswith(makers))
+    assert not found, f"build-variant loads {found}"
+
+
 def test_host_detection_loads_no_check_but_the_policies(loaded: dict[str, set[str]]) -> None:
     checks = {m for m in loaded["kernelnix.host.machine"] if stage(m) == "checks"}
     assert checks == {"kernelnix.checks", "kernelnix.checks.policy"}
