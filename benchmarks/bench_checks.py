@@ -18,15 +18,16 @@ Builds (once; cached under $KERNELNIX_BENCH_CACHE or <tmp>/kernelnix-bench-check
   and have no target.
 
 Then times, in the same process and on the same files, the symbol checks both tools
-share: one warm-up pass each, then the best of several passes, each pass reading and
-checking every file afresh. Prints the times and kernelnix/reference ratios (target
-<= 1.0). The ratio compares the same work: kernel-abi-check's check_manylinux
-(manylinux_2_28 symbol versions) and check_python_abi (Python ABI 3.9) against
-kernelnix's symbol_versions and python_abi_symbols rules. The last column times
-kernelnix's whole ELF rule set (also DT_NEEDED, forbidden symbols, search paths,
-platform), which decodes .dynamic as well: checks the reference does not make, so
-they are shown beside the ratio rather than charged to it. Each tool gets its input
-as its API takes it (a path; a directory and a file name), converted before timing.
+share: one warm-up pass each, then the best of several passes, the tools taking
+turns pass by pass, each pass reading and checking every file afresh. Prints the
+times and kernelnix/reference ratios (target <= 1.0). The ratio compares the same
+work: kernel-abi-check's check_manylinux (manylinux_2_28 symbol versions) and
+check_python_abi (Python ABI 3.9) against kernelnix's symbol_versions and
+python_abi_symbols rules. The last column times kernelnix's whole ELF rule set (also
+DT_NEEDED, forbidden symbols, search paths, platform), which decodes .dynamic as
+well: checks the reference does not make, so they are shown beside the ratio rather
+than charged to it. Each tool gets its input as its API takes it (a path; a
+directory and a file name), converted before timing.
 
 kernelnix reads only the headers and the dynamic-linking sections, so its cost does
 not grow with the file; the reference reads whole files. On tiny libraries the
@@ -48,7 +49,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any
 
 from figures import Figure, ratio_text
 
@@ -72,7 +73,6 @@ NVCC_FALLBACK = "/usr/local/cuda/bin/nvcc"
 # What kernel-abi-check's check_manylinux and check_python_abi do.
 SHARED_RULES: tuple[BinaryRule, ...] = (symbol_versions, python_abi_symbols)
 
-T = TypeVar("T")
 
 BIG_KERNEL = r"""
 #include <cuda_runtime.h>
@@ -314,15 +314,22 @@ def reference_check(path: str) -> int:
     return len(library.check_manylinux("manylinux_2_28")) + len(library.check_python_abi("3.9"))
 
 
-def time_passes(check: Callable[[T], int], files: list[T], repeat: int) -> list[float]:
-    for file in files:  # warm-up: tables, policies, page cache
-        check(file)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+def time_passes(
+    tools: Sequence[tuple[Callable[[Any], int], Sequence[Any]]], repeat: int
+) -> list[list[float]]:
+    """The times of `repeat` passes of each (check, its files), the tools taking turns
+    pass by pass after a warm-up pass each (tables, policies, page cache): a slow spell
+    of a shared machine then falls on every tool alike, not on one tool's passes."""
+    for check, files in tools:
         for file in files:
             check(file)
-        times.append(time.perf_counter() - start)
+    times: list[list[float]] = [[] for _ in tools]
+    for _ in range(repeat):
+        for (check, files), passes in zip(tools, times, strict=True):
+            start = time.perf_counter()
+            for file in files:
+                check(file)
+            passes.append(time.perf_counter() - start)
     return times
 
 
@@ -378,8 +385,10 @@ def measure(repeat: int = 7, rebuild: bool = False) -> list[Figure]:
     figures = []
     for workload in workloads:
         files = workload.files
-        mine = time_passes(shared, [(str(p.parent), p.name) for p in files], repeat)
-        theirs = time_passes(reference_check, [str(p) for p in files], repeat)
+        named = [(str(p.parent), p.name) for p in files]
+        mine, theirs = time_passes(
+            [(shared, named), (reference_check, list(map(str, files)))], repeat
+        )
         size = sum(p.stat().st_size for p in files) / 1e6
         figures.append(
             Figure(
@@ -415,9 +424,10 @@ def main() -> None:
     for workload in workloads:
         # Each tool gets its input as its API takes it, converted before timing.
         named = [(str(p.parent), p.name) for p in workload.files]
-        mine = time_passes(shared, named, args.repeat)
-        theirs = time_passes(reference_check, [str(p) for p in workload.files], args.repeat)
-        full = time_passes(everything, named, args.repeat)
+        paths = [str(p) for p in workload.files]
+        mine, theirs, full = time_passes(
+            [(shared, named), (reference_check, paths), (everything, named)], args.repeat
+        )
         for kind, pick in (("best", min), ("median", statistics.median)):
             name = workload.label if kind == "best" else "  (median)"
             print(
