@@ -128,24 +128,29 @@ def measure(runs: int = 7) -> list[Figure]:
             detail=f"best of {runs}, {beyond(best)}; median {duration(median(times['plan']))}; "
             f"plan file {size / 1024:.0f} KiB",
         ),
-        Figure(
-            name="under it: click, the CLI's glue, pydantic and one validated model",
-            seconds=stack,
-            baseline="python -c pass",
-            baseline_seconds=bare,
-            target=None,
-            target_text="none: what every command that validates pays",
-            detail=f"best of {runs}, {beyond(stack)}",
-        ),
-        Figure(
-            name="under it: load_config of the same project (build.toml's models, validator, "
-            "source checks)",
-            seconds=config,
-            baseline="python -c pass",
-            baseline_seconds=bare,
-            target=None,
-            target_text="none: what planning stands on",
-            detail=f"best of {runs}, {beyond(config)}",
+        *(
+            Figure(
+                name=f"under it: {what}",
+                seconds=seconds,
+                baseline="python -c pass",
+                baseline_seconds=bare,
+                target=None,
+                target_text=f"none: {why}",
+                detail=f"best of {runs}, {beyond(seconds)}",
+            )
+            for what, seconds, why in (
+                (
+                    "click, the CLI's glue, pydantic and one validated model",
+                    stack,
+                    "what every command that validates pays",
+                ),
+                (
+                    "load_config of the same project (build.toml's models, validator, "
+                    "source checks)",
+                    config,
+                    "what planning stands on",
+                ),
+            )
         ),
     ]
 
