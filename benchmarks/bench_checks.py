@@ -314,6 +314,12 @@ def reference_check(path: str) -> int:
     return len(library.check_manylinux("manylinux_2_28")) + len(library.check_python_abi("3.9"))
 
 
+def tool_inputs(files: list[Path]) -> tuple[list[tuple[str, str]], list[str]]:
+    """Each tool's input as its API takes it, made before timing: kernelnix's
+    (directory, file name) pairs and kernel-abi-check's paths."""
+    return [(str(p.parent), p.name) for p in files], [str(p) for p in files]
+
+
 def time_passes(
     tools: Sequence[tuple[Callable[[Any], int], Sequence[Any]]], repeat: int
 ) -> list[list[float]]:
@@ -385,10 +391,8 @@ def measure(repeat: int = 7, rebuild: bool = False) -> list[Figure]:
     figures = []
     for workload in workloads:
         files = workload.files
-        named = [(str(p.parent), p.name) for p in files]
-        mine, theirs = time_passes(
-            [(shared, named), (reference_check, list(map(str, files)))], repeat
-        )
+        named, paths = tool_inputs(files)
+        mine, theirs = time_passes([(shared, named), (reference_check, paths)], repeat)
         size = sum(p.stat().st_size for p in files) / 1e6
         figures.append(
             Figure(
@@ -422,9 +426,7 @@ def main() -> None:
         f"{'kernelnix, all rules':>23}"
     )
     for workload in workloads:
-        # Each tool gets its input as its API takes it, converted before timing.
-        named = [(str(p.parent), p.name) for p in workload.files]
-        paths = [str(p) for p in workload.files]
+        named, paths = tool_inputs(workload.files)
         mine, theirs, full = time_passes(
             [(shared, named), (reference_check, paths), (everything, named)], args.repeat
         )
