@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,6 +118,16 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
     return Bundle(project, env, (project / "result").resolve())
 
 
+@pytest.fixture(scope="module")
+def wheel_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One KERNELNIX_CACHE for the tests that unpack the wheels outside Nix: each
+    unpacked build set takes about 4 to 5 GB, so they are unpacked once, and
+    removed when the module ends."""
+    cache = tmp_path_factory.mktemp("wheel-cache")
+    yield cache
+    shutil.rmtree(cache, ignore_errors=True)
+
+
 def test_the_bundle_holds_a_variant_of_each_locked_torch(bundle: Bundle) -> None:
     variants = sorted(p.name for p in bundle.result.iterdir() if (p / "metadata.json").is_file())
     assert variants == [CPU, CUDA]
@@ -161,12 +172,14 @@ def test_the_cuda_variant_loads_in_its_own_torch(bundle: Bundle, tmp_path: Path)
     assert "libcudart.so.13" in needed and "libc10_cuda.so" in needed
 
 
-def test_build_local_builds_from_the_same_wheels(bundle: Bundle, tmp_path: Path) -> None:
+def test_build_local_builds_from_the_same_wheels(
+    bundle: Bundle, wheel_cache: Path, tmp_path: Path
+) -> None:
     """The same variants without Nix (one arch of the CUDA kernels, to be quick):
     the wheels Nix fetched are not fetched again."""
     project = tmp_path / "fused-scale"
     shutil.copytree(EXAMPLES / "fused-scale", project, ignore=EXAMPLE_COPY_IGNORE)
-    env = {**bundle.env, "KERNELNIX_CACHE": str(tmp_path / "cache")}
+    env = {**bundle.env, "KERNELNIX_CACHE": str(wheel_cache)}
     done = subprocess.run(
         ["kernelnix", "build", "--local", str(project), "--cuda-archs", "9.0", "--no-progress"],
         capture_output=True, text=True, env=env, check=False,
@@ -221,13 +234,13 @@ def test_the_whole_bundle_and_the_variants_outside_it(tmp_path: Path) -> None:
             assert report["cuda"] is True, (variant, report)
 
 
-def test_gpu_check_runs_the_ops_it_can_here(bundle: Bundle, tmp_path: Path) -> None:
+def test_gpu_check_runs_the_ops_it_can_here(bundle: Bundle, wheel_cache: Path) -> None:
     """scripts/gpu-check.sh's CPU half: the CPU variant's ops run against Torch in its
     own Torch; the CUDA variant loads in its own, and says its ops need a GPU."""
     done = subprocess.run(
         ["bash", str(ROOT / "scripts" / "gpu-check.sh"), str(bundle.result)],
         capture_output=True, text=True, check=False,
-        env={**bundle.env, "KERNELNIX_CACHE": str(tmp_path / "cache")},
+        env={**bundle.env, "KERNELNIX_CACHE": str(wheel_cache)},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     lines = dict(line.split("  ", 1) for line in done.stdout.splitlines())
