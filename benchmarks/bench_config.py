@@ -20,7 +20,15 @@ from pathlib import Path
 from types import ModuleType
 
 from bench_plan import make_project
-from figures import Figure, best_and_median, duration, python_env, run_quietly, runs_main
+from figures import (
+    Figure,
+    best_and_median,
+    beyond_startup,
+    duration,
+    python_env,
+    run_quietly,
+    runs_main,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
@@ -121,8 +129,8 @@ def fresh_process(runs: int) -> Figure:
         baseline_seconds=bare,
         target=None,
         target_text="none (bench_plan has the end-to-end target)",
-        detail=f"best of {runs}; median {duration(median)}; {duration(best - bare)} beyond "
-        f"start-up, of which importing kernelnix.config.load {duration(imported - bare)}",
+        detail=f"best of {runs}; median {duration(median)}; {beyond_startup(best, bare)}, "
+        f"of which importing kernelnix.config.load {duration(imported - bare)}",
     )
 
 
@@ -139,8 +147,7 @@ def fresh_check_config(runs: int) -> Figure:
         baseline_seconds=bare,
         target=(bare + CHECK_CONFIG_TARGET_S) / bare,
         target_text=f"start-up + {CHECK_CONFIG_TARGET_S * 1000:.0f} ms",
-        detail=f"best of {runs}; median {duration(median)}; {duration(best - bare)} beyond "
-        "start-up",
+        detail=f"best of {runs}; median {duration(median)}; {beyond_startup(best, bare)}",
     )
 
 

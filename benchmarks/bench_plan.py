@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from statistics import median
 
-from figures import Figure, duration, python_env, run_quietly, runs_main, timed
+from figures import Figure, beyond_startup, duration, python_env, run_quietly, runs_main, timed
 
 BACKENDS = ["cpu", "cuda", "rocm", "xpu", "metal"]
 TARGET_S = 0.200
@@ -114,9 +114,6 @@ def measure(runs: int = 7) -> list[Figure]:
     bare, best = min(times["bare"]), min(times["plan"])
     stack, config = min(times["stack"]), min(times["config"])
 
-    def beyond(seconds: float) -> str:
-        return f"{duration(seconds - bare)} beyond start-up"
-
     return [
         Figure(
             name=f"kernelnix plan of the largest config ({files} files, 12 kernels, 5 backends)",
@@ -125,8 +122,8 @@ def measure(runs: int = 7) -> list[Figure]:
             baseline_seconds=bare,
             target=(bare + TARGET_S) / bare,
             target_text=f"start-up + {TARGET_S * 1000:.0f} ms",
-            detail=f"best of {runs}, {beyond(best)}; median {duration(median(times['plan']))}; "
-            f"plan file {size / 1024:.0f} KiB",
+            detail=f"best of {runs}, {beyond_startup(best, bare)}; "
+            f"median {duration(median(times['plan']))}; plan file {size / 1024:.0f} KiB",
         ),
         *(
             Figure(
@@ -136,7 +133,7 @@ def measure(runs: int = 7) -> list[Figure]:
                 baseline_seconds=bare,
                 target=None,
                 target_text=f"none: {why}",
-                detail=f"best of {runs}, {beyond(seconds)}",
+                detail=f"best of {runs}, {beyond_startup(seconds, bare)}",
             )
             for what, seconds, why in (
                 (

@@ -58,6 +58,11 @@ def duration(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.0f} µs"
 
 
+def beyond_startup(seconds: float, bare: float) -> str:
+    """A fresh process's time past the bare interpreter's (`python -c pass`)."""
+    return f"{duration(seconds - bare)} beyond start-up"
+
+
 def ratio_text(ratio: float) -> str:
     return f"{ratio:.3f}" if ratio >= 0.01 else f"{ratio:.1e}"
 
