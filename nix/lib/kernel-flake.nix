@@ -155,13 +155,34 @@ let
               "${builtins.placeholder "out"}/CARD.md"
             ];
           };
-      # A bundle of no variant is an error that gives each variant's reason,
-      # never an empty `result`.
-      emptyReasons = builtins.concatStringsSep "" (
-        map (
-          name: "\n  ${name}: ${notOffered.${name} or "offered, but its build set is not bundled"}"
-        ) systemPlan.variants
+      # A bundle of no variant is an error that says why, never an empty
+      # `result`: each variant of this system with its reason, or, when the plan
+      # has none here, the systems (and their backends) that it has variants for.
+      buildsOn = builtins.filter (other: (plan.variants.${other} or { }) != { }) (
+        builtins.attrNames plan.variants
       );
+      backendsOn =
+        other:
+        builtins.concatStringsSep ", " (
+          builtins.sort builtins.lessThan (
+            util.unique (map (variant: variant.backend) (builtins.attrValues plan.variants.${other}))
+          )
+        );
+      emptyReasons =
+        if systemPlan.variants != [ ] then
+          builtins.concatStringsSep "" (
+            map (
+              name: "\n  ${name}: ${notOffered.${name} or "offered, but its build set is not bundled"}"
+            ) systemPlan.variants
+          )
+        else if buildsOn == [ ] then
+          " ${plan.name} has no variant on any system${
+            builtins.concatStringsSep "" (map (note: "\n  ${note}") (plan.notes or [ ]))
+          }"
+        else
+          " ${plan.name} builds only for ${
+            builtins.concatStringsSep ", " (map (other: "${other} (${backendsOn other})") buildsOn)
+          }; build it on such a machine";
       bundleOf =
         name: names:
         if names == [ ] then

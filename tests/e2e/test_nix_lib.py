@@ -313,6 +313,27 @@ def test_a_bundle_of_no_variant_fails_with_each_reason(relu: Path) -> None:
         assert explained is not None and "the bundle would be empty" in explained.message
 
 
+def test_a_bundle_of_no_variant_on_the_system_names_where_it_builds(tmp_path: Path) -> None:
+    """A Metal-only kernel (like kernels-community's mlx-rmsnorm) on Linux: the plan has
+    no variant here, so the error names the systems and backends it has."""
+    project = tmp_path / "relu"
+    shutil.copytree(EXAMPLES / "relu", project)
+    toml = project / "build.toml"
+    text = toml.read_text().replace('["cpu", "cuda", "rocm", "xpu", "metal"]', '["metal"]')
+    toml.write_text(text[: text.index("[kernel.relu]")] + text[text.index("[kernel.relu_metal]") :])
+    generate(load_config(project), host_record=False)
+    flake = f"""(import {LIB} {{ root = {nix_path(ROOT)}; }}).kernelFlake {{
+        self = {{ outPath = {nix_path(project)}; }};
+      }}"""
+    done = nix_eval(f"({flake}).packages.x86_64-linux.bundle.drvPath", check=False)
+    assert done.returncode != 0
+    assert (
+        "the host toolchain offers no variant of relu for the bundle on x86_64-linux:"
+        " relu builds only for aarch64-darwin (metal); build it on such a machine"
+    ) in done.stderr
+    assert explain_nix_error(done.stderr) is not None
+
+
 def test_hostile_repo_id_reaches_ci_test_as_one_word(relu: Path, tmp_path: Path) -> None:
     repo_id = "org/x'$(touch " + str(tmp_path / "pwned") + ')\'"${builtins.abort "x"}'
     toml = relu / "build.toml"
