@@ -43,6 +43,13 @@ from kernelnix.project.nix import NixOptions
     is_flag=True,
     help="With --local: no per-variant progress lines; build output goes to the terminal.",
 )
+@click.option(
+    "--host-glibc",
+    is_flag=True,
+    help="With --local: compile and link Linux variants against this machine's glibc, not "
+    "the glibc 2.27 target; for debugging: such variants load only on machines like this "
+    "one, and `upload` refuses them.",
+)
 @nix_options
 @reports_user_errors
 @reports_build_errors
@@ -55,11 +62,14 @@ def build_command(
     cuda_archs: str | None,
     dependencies: tuple[str, ...],
     no_progress: bool,
+    host_glibc: bool,
     nix: NixOptions,
 ) -> None:
     """With --local, every variant this machine can build (its system, its
     Torch, its compilers) is built without Nix; the others are listed with
-    the reason. The results are not redistributable. Several variants show
+    the reason. Linux variants are built for publishing: against the glibc 2.27
+    target (assembled once per machine from a locked wheel), with a private C++
+    runtime, checked under the publishing policy. Several variants show
     one progress line each on stderr; on a terminal, their build output goes
     to DIRECTORY/build/.build/<variant>.log.
 
@@ -75,11 +85,14 @@ def build_command(
       kernelnix build -L --max-jobs 2 --cores 8 examples/relu
     """
     if not local:
-        for given, option in ((cuda_archs, "--cuda-archs"), (dependencies, "--dependency")):
+        local_only = (
+            (cuda_archs, "--cuda-archs", "add --local"),
+            (dependencies, "--dependency", "add --local"),
+            (host_glibc, "--host-glibc", "add --local, or set hostGlibc = true in flake.nix"),
+        )
+        for given, option, fix in local_only:
             if given:
-                raise UserError.single(
-                    f"{option} applies to --local builds", key=option, fix="add --local"
-                )
+                raise UserError.single(f"{option} applies to --local builds", key=option, fix=fix)
         from kernelnix.project.nix import build_with_nix, nix_build_options
 
         options = nix_build_options(nix, jobs)
@@ -96,7 +109,9 @@ def build_command(
     if cuda_archs is not None:
         plan = with_cuda_archs(plan, parse_cuda_archs(cuda_archs))
     print_warnings(loaded.warnings)  # before the build, not after minutes of it
-    result = build_planned(plan, directory, variant, jobs, progress=not no_progress)
+    result = build_planned(
+        plan, directory, variant, jobs, progress=not no_progress, host_glibc=host_glibc
+    )
     for name, reason in result.skipped.items():
         click.echo(f"skipped {name}: {reason}")
     for path in result.built:

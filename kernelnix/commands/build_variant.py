@@ -78,6 +78,12 @@ reports_build_errors = exits_on(BuildError, "build failed: ")
 @click.option("--toolchain", type=click.Choice(TOOLCHAINS), default="host", show_default=True)
 @click.option("--redistributable", is_flag=True, help="Hold the result to the default policy.")
 @click.option(
+    "--glibc-target",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Compile and link against this assembled glibc target (a sysroot kernelnix made "
+    "from the locked ziglang wheel), as publishable Linux variants of the host compilers do.",
+)
+@click.option(
     "--no-import-check",
     is_flag=True,
     help="Skip the import through `kernels` (a flake's doGetKernelCheck = false).",
@@ -102,6 +108,7 @@ def build_variant_command(
     kernel_git: str | None,
     toolchain: str,
     redistributable: bool,
+    glibc_target: Path | None,
     no_import_check: bool,
     jobs: int | None,
     cuda_archs: str | None,
@@ -130,5 +137,6 @@ def build_variant_command(
         jobs=jobs,
         work_dir=work_dir,
         import_check=not no_import_check,
+        glibc_target=glibc_target,
     )
     click.echo(f"built {built}")

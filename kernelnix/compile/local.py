@@ -21,7 +21,9 @@ from kernelnix.host.environments import (
     LockedEnvironment,
     environment_variables,
     locked_environment,
+    locked_glibc_target,
     materialize,
+    materialize_glibc_target,
 )
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.system import current_system
@@ -57,13 +59,18 @@ def build_planned(
     jobs: int | None = None,
     *,
     progress: bool = False,
+    host_glibc: bool = False,
 ) -> LocalBuild:
     """Build `variant` of `plan`, or every variant of it this machine can build.
 
+    Linux variants are built for publishing, against the locked glibc target
+    (assembled once per machine, kernelnix.host.glibc_target); `host_glibc`
+    builds them against this machine's glibc instead, for this machine only.
     With `progress`, a build of several variants shows kernelnix.core.progress on stderr.
     """
     system = current_system()
     reasons = _reasons(plan, system, variant)
+    glibc = _GlibcTarget(system, not host_glibc and system.endswith("-linux"))
     result = LocalBuild(skipped={name: reason for name, reason in reasons.items() if reason})
     out_dir = directory / BUILD_DIR
     plan_file = _PlanFile(plan, out_dir / WORK_DIR / PLAN_FILE)
@@ -76,16 +83,47 @@ def build_planned(
             work_dir = None if noarch else out_dir / WORK_DIR / name
             with display.building(name, out_dir / WORK_DIR / f"{name}.log"):
                 environment = locked_environment(plan.variants[system][name])
+                target = None if noarch else glibc.assembled()
                 if environment is None:
                     built = build_variant(
-                        plan, system, name, directory, out_dir, jobs=jobs, work_dir=work_dir
+                        plan,
+                        system,
+                        name,
+                        directory,
+                        out_dir,
+                        jobs=jobs,
+                        work_dir=work_dir,
+                        redistributable=glibc.wanted,
+                        glibc_target=target,
                     )
                 else:
                     built = _build_in_environment(
-                        plan_file.written(), system, name, directory, out_dir, jobs, environment
+                        plan_file.written(),
+                        system,
+                        name,
+                        (directory, out_dir),
+                        jobs,
+                        environment,
+                        target,
                     )
             result.built.append(built)
     return result
+
+
+@dataclass
+class _GlibcTarget:
+    """The glibc target of a `build --local`, when `wanted`: assembled (or found in
+    the cache) when the first compiled variant needs it."""
+
+    system: str
+    wanted: bool
+    path: Path | None = None
+
+    def assembled(self) -> Path | None:
+        if self.wanted and self.path is None:
+            locked = locked_glibc_target(self.system)
+            self.path = materialize_glibc_target(locked, log=lambda line: print(line, flush=True))
+        return self.path
 
 
 @dataclass
@@ -108,13 +146,15 @@ def _build_in_environment(
     plan_file: Path,
     system: str,
     name: str,
-    directory: Path,
-    out_dir: Path,
+    directories: tuple[Path, Path],
     jobs: int | None,
     environment: LockedEnvironment,
+    glibc_target: Path | None,
 ) -> Path:
     """The build step of one variant in a process whose Torch (and nvcc) are the
-    variant's locked wheels (kernelnix.host.environments), not this Python's."""
+    variant's locked wheels (kernelnix.host.environments), not this Python's;
+    `directories`: the kernel's and the one the variant goes to."""
+    directory, out_dir = directories
     root = materialize(environment, log=lambda line: print(line, flush=True))
     work = out_dir / WORK_DIR
     command = [
@@ -125,6 +165,7 @@ def _build_in_environment(
         *("--plan", str(plan_file), "--variant", name, "--system", system),
         *("--source", str(directory), "--out", str(out_dir), "--work-dir", str(work / name)),
         *(["--jobs", str(jobs)] if jobs else []),
+        *(["--redistributable", "--glibc-target", str(glibc_target)] if glibc_target else []),
     ]
     print(f"+ torch {environment.torch} from {root}", flush=True)
     done = run_shown(command, env=environment_variables(root, dict(os.environ)))

@@ -16,9 +16,10 @@ import importlib.util
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
@@ -30,6 +31,13 @@ from kernelnix.checks import (
     run_checks,
 )
 from kernelnix.compile.dependencies import dependency_definitions
+from kernelnix.compile.glibc import (
+    GlibcTarget,
+    cmake_definitions,
+    read_glibc_target,
+    unbound_newer_functions,
+    undeclared_newer_functions,
+)
 from kernelnix.compile.gpu_archs import ArchsUnknown, compiled_archs
 from kernelnix.compile.hipify import (
     CUDA_SUFFIXES,
@@ -39,7 +47,7 @@ from kernelnix.compile.hipify import (
 )
 from kernelnix.core.diagnostics import Diagnostic, UserError
 from kernelnix.core.fileio import replacing_dir
-from kernelnix.core.process import run_shown
+from kernelnix.core.process import run_shown, shown
 from kernelnix.emit.cmake import cmake_project, noarch_ops_py, write_project
 from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
 from kernelnix.plan.gencode import capability_base, cuda_gencode
@@ -57,11 +65,35 @@ class BuildError(Exception):
     """A build that ran and failed (a compiler error, a failed check)."""
 
 
+# What a failed compile's output says, in kernelnix's words (none: nothing recognised).
+Explain = Callable[[str], list[Diagnostic]]
+
+
 def run_command(args: list[str], env: dict[str, str] | None = None) -> None:
     """Run a command, printing it first as `+ cmd`; BuildError when it fails."""
     done = run_shown(args, env=env)
     if done.returncode != 0:
         raise BuildError(f"{Path(args[0]).name} exited with status {done.returncode}")
+
+
+def run_compile(args: list[str], env: dict[str, str] | None, explain: Explain) -> None:
+    """run_command for the compile: its output is shown as it comes and read when it
+    fails, so that `explain` can turn what it recognises into one UserError."""
+    print(shown(args), file=sys.stderr, flush=True)
+    lines = []
+    with subprocess.Popen(
+        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            sys.stdout.write(line)
+            lines.append(line)
+    sys.stdout.flush()
+    if process.returncode != 0:
+        explained = explain("".join(lines))
+        if explained:
+            raise UserError(explained)
+        raise BuildError(f"{Path(args[0]).name} exited with status {process.returncode}")
 
 
 def apply_unique_id(plan: Plan, unique: str) -> Plan:
@@ -266,8 +298,10 @@ def _cmake_definitions(
     jobs: int | None,
     launcher: str | None,
     redistributable: bool,
+    glibc: GlibcTarget | None,
 ) -> list[str]:
     definitions = [
+        *(cmake_definitions(glibc) if glibc else []),
         f"-DKERNEL_SOURCE_DIR={source_dir}",
         f"-DPython_EXECUTABLE={sys.executable}",
         *(["-DKERNELNIX_PRIVATE_CXX_RUNTIME=ON"] if redistributable else []),
@@ -341,8 +375,10 @@ def _compiled(
     metadata: str,
     jobs: int | None,
     redistributable: bool,
+    glibc: GlibcTarget | None,
 ) -> Iterator[Path]:
-    """Configure and compile the variant's CMake project; yields its build tree."""
+    """Configure and compile the variant's CMake project; yields its build tree.
+    With a glibc target, a function newer than it is one UserError (kernelnix.compile.glibc)."""
     variant = plan.variant(system, name)
     with _work_dir(work_dir) as work:
         project, build = work / "project", work / "build"
@@ -356,13 +392,24 @@ def _compiled(
         write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
         kernel = _link_kernel(project, source_dir)
         launcher = compiler_launcher()
-        definitions = _cmake_definitions(plan, variant, kernel, jobs, launcher, redistributable)
-        run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
-        run_command(
-            ["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])],
-            env=_compile_environment(launcher, work),
+        definitions = _cmake_definitions(
+            plan, variant, kernel, jobs, launcher, redistributable, glibc
         )
+        run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
+        run_compile(
+            ["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])],
+            _compile_environment(launcher, work),
+            (lambda output: undeclared_newer_functions(output, glibc, kernel)) if glibc else _none,
+        )
+        if glibc:
+            unbound = unbound_newer_functions(build / f"{variant.ops_id}.abi3.so", build, glibc)
+            if unbound:
+                raise UserError(unbound)
         yield build
+
+
+def _none(output: str) -> list[Diagnostic]:
+    return []
 
 
 def _install(build: Path, target: Path, variant: PlanVariant) -> None:
@@ -479,8 +526,13 @@ def build_variant(
     jobs: int | None = None,
     work_dir: Path | None = None,
     import_check: bool = True,
+    glibc_target: Path | None = None,
 ) -> Path:
     """Build one variant of `plan` into `out_dir/<variant_name>/` and return that path.
+
+    `glibc_target`: the sysroot of an assembled glibc target
+    (kernelnix.host.glibc_target) the compiles and the link use; a Linux variant
+    built for publishing (`redistributable`) by the host compilers needs it.
 
     `unique_id` replaces the plan's (new ops id and metadata id), `kernel_git`
     its kernel commit (see apply_kernel_revision). `work_dir`
@@ -506,7 +558,15 @@ def build_variant(
         nullcontext(None)
         if variant.kind == "noarch"
         else _compiled(
-            plan, system, variant_name, source_dir, work_dir, metadata, jobs, redistributable
+            plan,
+            system,
+            variant_name,
+            source_dir,
+            work_dir,
+            metadata,
+            jobs,
+            redistributable,
+            read_glibc_target(glibc_target) if glibc_target else None,
         )
     )
     # The import check's interpreter imports Torch while the variant compiles.

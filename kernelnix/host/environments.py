@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kernelnix.core.diagnostics import UserError
+from kernelnix.host import glibc_target
 from kernelnix.host.wheel_tree import TreeError, find_nvcc, merge, unpack
 from kernelnix.variants.names import build_set_key as lock_key
 
@@ -261,6 +262,25 @@ def _fault(error: Exception, doing: str, wheel: LockedWheel) -> UserError:
     )
 
 
+def _unpacked(wheel: LockedWheel, cache: Path, log: Callable[[str], None]) -> Path:
+    """The wheel unpacked in the cache, fetched and unpacked when missing."""
+    archive = fetch_wheel(wheel, cache, log)
+    target = cache / "unpacked" / wheel.name.removesuffix(".whl")
+    if target.is_dir():
+        return target
+    log(f"+ unpack {wheel.name}")
+    try:
+        unpack(archive, target)
+    except OSError as error:
+        raise _fault(error, f"unpacking {archive} into {target}", wheel) from error
+    except TreeError as error:
+        archive.unlink()
+        raise UserError.single(
+            f"{archive}: {error}; the file was removed", fix="run it again"
+        ) from error
+    return target
+
+
 def materialize(
     environment: LockedEnvironment, cache: Path | None = None, log: Callable[[str], None] = print
 ) -> Path:
@@ -269,24 +289,74 @@ def materialize(
     dest = cache / "environments" / f"{environment.digest}-{environment.key}"
     if dest.is_dir():
         return dest
-    unpacked = []
-    for wheel in environment.wheels:
-        archive = fetch_wheel(wheel, cache, log)
-        target = cache / "unpacked" / wheel.name.removesuffix(".whl")
-        if not target.is_dir():
-            log(f"+ unpack {wheel.name}")
-            try:
-                unpack(archive, target)
-            except OSError as error:
-                raise _fault(error, f"unpacking {archive} into {target}", wheel) from error
-            except TreeError as error:
-                archive.unlink()
-                raise UserError.single(
-                    f"{archive}: {error}; the file was removed", fix="run it again"
-                ) from error
-        unpacked.append(target)
+    unpacked = [_unpacked(wheel, cache, log) for wheel in environment.wheels]
     log(f"+ merge {len(unpacked)} wheels into {dest}")
     merge(dest, unpacked)
+    return dest
+
+
+@dataclass(frozen=True)
+class LockedGlibcTarget:
+    """The glibc release Linux variants of a system target, and the ziglang wheel
+    that makes its sysroot (kernelnix.host.glibc_target)."""
+
+    system: str
+    glibc: str
+    wheel: LockedWheel
+
+    @property
+    def arch(self) -> str:
+        return self.system.split("-")[0]
+
+    @property
+    def digest(self) -> str:
+        """Names the assembled sysroot: the wheel and the assembler that made it."""
+        script = Path(glibc_target.__file__).read_bytes()
+        joined = f"{self.wheel.hash}\n{self.glibc}\n".encode() + script
+        return hashlib.sha256(joined).hexdigest()[:16]
+
+
+GLIBC_TARGET_KEY = "glibc-target"
+
+
+def locked_glibc_target(system: str, lock: dict[str, Any] | None = None) -> LockedGlibcTarget:
+    """The lock's glibc target of `system`; a UserError when it has none."""
+    lock = host_lock() if lock is None else lock
+    entry = lock.get(GLIBC_TARGET_KEY, {}).get(system)
+    if entry is None or entry.get("wheel") not in lock.get("wheels", {}):
+        locked = sorted(lock.get(GLIBC_TARGET_KEY, {})) or ["none"]
+        raise UserError.single(
+            f"the wheel lock {lock_file()} has no glibc target for {system} (it has one for "
+            f"{', '.join(locked)}), so a publishable variant cannot be built here",
+            fix="run `kernelnix lock-wheels` to lock it, or build with --host-glibc (a build "
+            "for this machine only, which `upload` refuses)",
+        )
+    wheel = lock["wheels"][entry["wheel"]]
+    return LockedGlibcTarget(
+        system, entry["glibc"], LockedWheel(entry["wheel"], wheel["url"], wheel["hash"])
+    )
+
+
+def materialize_glibc_target(
+    target: LockedGlibcTarget, cache: Path | None = None, log: Callable[[str], None] = print
+) -> Path:
+    """The target's sysroot in the cache, assembled once per machine when missing."""
+    cache = cache or cache_dir()
+    dest = cache / "glibc" / f"{target.digest}-glibc-{target.glibc}-{target.system}"
+    if dest.is_dir():
+        return dest
+    zig = _unpacked(target.wheel, cache, log)
+    log(f"+ assemble the glibc {target.glibc} target of {target.system} into {dest}")
+    try:
+        glibc_target.assemble(zig, dest, target.glibc, target.arch)
+    except glibc_target.TargetError as error:
+        raise UserError.single(
+            f"cannot assemble the glibc {target.glibc} target from {target.wheel.name}: {error}",
+            fix="check the wheel lock's glibc-target entry for this system (`kernelnix "
+            "lock-wheels` writes it), or build with --host-glibc",
+        ) from error
+    except OSError as error:
+        raise _fault(error, f"assembling {dest}", target.wheel) from error
     return dest
 
 

@@ -326,19 +326,47 @@ def lock_host(
                     "wheels": found.wheels,
                     "toolkit": found.toolkit,
                 }
+    glibc = lock_glibc_targets(resolver, matrix["glibc-target"], python_tags, log)
     used = {
         name
         for tags in environments.values()
         for sets in tags.values()
         for entry in sets.values()
         for name in (*entry["wheels"], *entry["toolkit"])
-    }
+    } | {entry["wheel"] for entry in glibc.values()}
     wheels = {
         name: {"url": file.url, "hash": sri(_sha256(file))}
         for name, file in sorted(resolver.files.items())
         if name in used
     }
-    return {"wheels": wheels, "environments": environments, "missing": missing}
+    return {
+        "wheels": wheels,
+        "environments": environments,
+        "missing": missing,
+        "glibc-target": glibc,
+    }
+
+
+def lock_glibc_targets(
+    resolver: Resolver,
+    settings: dict[str, Any],
+    python_tags: Iterable[str],
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Per system, the glibc target's release and its ziglang wheel (matrix.json's
+    `glibc-target`); a system PyPI has no wheel for is left out, and said."""
+    locked: dict[str, Any] = {}
+    wanted = SpecifierSet(f"=={settings['ziglang']}")
+    for system in settings["systems"]:
+        if system not in HOST_SYSTEMS:
+            continue
+        file = resolver.best("ziglang", wanted, Target(system, next(iter(python_tags))))
+        if file is None:
+            log(f"no ziglang {settings['ziglang']} wheel for {system} on PyPI: no glibc target")
+            continue
+        resolver.files.setdefault(file.filename, file)
+        locked[system] = {"glibc": settings["glibc"], "wheel": file.filename}
+    return locked
 
 
 def lock_host_file(

@@ -41,7 +41,7 @@ class TreeError(Exception):
 
 
 @contextmanager
-def _staged(dest: Path) -> Iterator[Path]:
+def staged(dest: Path) -> Iterator[Path]:
     """A fresh directory beside `dest` that becomes `dest` when the block ends
     without an error, and is removed otherwise: no half-made tree is left."""
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,7 @@ def unpack(wheel: Path, dest: Path) -> Path:
         archive = zipfile.ZipFile(wheel)
     except zipfile.BadZipFile as error:
         raise TreeError(f"{wheel} is not a wheel (a zip file): {error}") from error
-    with archive, _staged(dest) as stage:
+    with archive, staged(dest) as stage:
         for member in archive.infolist():
             target = stage.joinpath(*_member_path(member.filename).parts)
             if member.is_dir():
@@ -161,7 +161,7 @@ def merge(dest: Path, unpacked: Sequence[Path]) -> Path:
     missing = [str(path) for path in unpacked if not path.is_dir()]
     if missing:
         raise TreeError(f"not unpacked: {', '.join(missing)}")
-    with _staged(dest) as stage:
+    with staged(dest) as stage:
         _merge_into(stage, [path.resolve() for path in unpacked], hard=False)
         _add_linker_names(stage)
         _add_lib64(stage)

@@ -47,7 +47,13 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+ZIGLANG_TAG = "py3-none-manylinux_2_12_x86_64.manylinux2010_x86_64.musllinux_1_1_x86_64"
+
 PACKAGES = {
+    "ziglang": [
+        wheel("ziglang", "0.17.0", ZIGLANG_TAG, [], {"ziglang/zig": ""}),
+        wheel("ziglang", "0.18.0", ZIGLANG_TAG, [], {"ziglang/zig": ""}),
+    ],
     "torch": [
         wheel(
             "torch",
@@ -142,6 +148,7 @@ def index() -> Iterator[str]:
 
 MATRIX = {
     "hermetic": {"torch-releases": {"2.13": "2.13.0"}},
+    "glibc-target": {"glibc": "2.27", "ziglang": "0.17.0", "systems": ["x86_64-linux"]},
     "build-sets": [
         {"torch": "2.13", "backend": "cpu", "systems": ["x86_64-linux"]},
         {"torch": "2.13", "backend": "cuda", "version": "13.0", "systems": ["x86_64-linux"]},
@@ -176,9 +183,12 @@ def test_lock_host_resolves_each_build_set(index: str) -> None:
     reason = lock["missing"]["x86_64-linux"]["cp311"]["2.13-cuda-12.6"]
     assert reason.startswith("torch 2.13.0+cu126 (cp311) is not locked: PyPI serves cu130")
     assert "kernelnix lock-wheels" in reason
+    # The glibc target: the pinned ziglang release, not the newest.
+    ziglang = f"ziglang-0.17.0-{ZIGLANG_TAG}.whl"
+    assert lock["glibc-target"] == {"x86_64-linux": {"glibc": "2.27", "wheel": ziglang}}
     # Every wheel named is recorded once, with the index's sha256 as an SRI hash.
     named = {n for s in sets.values() for n in (*s["wheels"], *s["toolkit"])}
-    assert set(lock["wheels"]) == named
+    assert set(lock["wheels"]) == named | {ziglang}
     assert all(w["hash"].startswith("sha256-") for w in lock["wheels"].values())
 
 
