@@ -92,8 +92,10 @@ _QUOTED = re.compile(r"['\"‘](\w+)['\"’]")
 
 
 def _relative(path: str, kernel: Path) -> str:
-    prefix = f"{kernel}/"
-    return path[len(prefix) :] if path.startswith(prefix) else path
+    """A compiled file's path as the compiler printed it (absolute, or relative to the
+    build tree), relative to the kernel's directory, linked at `kernel`."""
+    marker = f"{kernel.parent.name}/{kernel.name}/"
+    return path.split(marker, 1)[1] if marker in path else path
 
 
 def undeclared_newer_functions(output: str, target: GlibcTarget, kernel: Path) -> list[Diagnostic]:

@@ -128,6 +128,51 @@ function(kernelnix_torch_target ops_id backend stable_abi_hex)
   if(KERNELNIX_PRIVATE_CXX_RUNTIME)
     kernelnix_private_cxx_runtime()
   endif()
+  if(KERNELNIX_GLIBC_SYSROOT)
+    kernelnix_glibc_target()
+  endif()
+  kernelnix_neutral_paths()
+endfunction()
+
+# The glibc target of a publishable Linux build (the build step's --glibc-target,
+# kernelnix.compile.glibc): its headers for the compiles (nvcc's host side too),
+# its stub libraries for the link, their -L first so that the compiler's own
+# search path finds no newer libc, and compat.o for the two symbols of a newer
+# glibc that the static libstdc++ refers to.
+function(kernelnix_glibc_target)
+  set(sysroot "--sysroot=${KERNELNIX_GLIBC_SYSROOT}")
+  set(minor "-D__GLIBC_MINOR__=${KERNELNIX_GLIBC_MINOR}")
+  target_compile_options(kernelnix_torch INTERFACE
+    "$<$<COMPILE_LANGUAGE:C,CXX>:${sysroot};${minor}>"
+    "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=${sysroot};${minor}>")
+  target_link_options(kernelnix_torch INTERFACE
+    "${sysroot}" "-L${KERNELNIX_GLIBC_LIBRARIES}" -pthread)
+  target_link_libraries(kernelnix_torch INTERFACE "${KERNELNIX_GLIBC_LIBRARIES}/compat.o")
+endfunction()
+
+# Neutral paths in what the compilers write (__FILE__ in Torch's assertions): a
+# library naming the Nix store paths of its build would keep them alive, and the
+# whole Torch environment with them. The last matching map wins: general first.
+function(kernelnix_neutral_paths)
+  get_filename_component(site "${TORCH_DIR}" DIRECTORY)
+  get_filename_component(work "${CMAKE_BINARY_DIR}" DIRECTORY)
+  set(maps "${site}=/kernelnix/site" "${work}=/kernelnix/work")
+  if(TORCH_PYTHON_INCLUDE)
+    list(APPEND maps "${TORCH_PYTHON_INCLUDE}=/kernelnix/python")
+  endif()
+  if(CMAKE_CUDA_COMPILER)
+    get_filename_component(cuda "${CMAKE_CUDA_COMPILER}" DIRECTORY)
+    get_filename_component(cuda "${cuda}" DIRECTORY)
+    list(APPEND maps "${cuda}=/kernelnix/cuda")
+  endif()
+  if(KERNELNIX_GLIBC_SYSROOT)
+    list(APPEND maps "${KERNELNIX_GLIBC_SYSROOT}=/kernelnix/sysroot")
+  endif()
+  list(TRANSFORM maps PREPEND "-ffile-prefix-map=")
+  target_compile_options(kernelnix_torch INTERFACE
+    "$<$<COMPILE_LANGUAGE:C,CXX,OBJCXX,HIP>:${maps}>")
+  list(TRANSFORM maps PREPEND "-Xcompiler=")
+  target_compile_options(kernelnix_torch INTERFACE "$<$<COMPILE_LANGUAGE:CUDA>:${maps}>")
 endfunction()
 
 # The nvcc flags kernel-builder's CUDA sources get besides their own
@@ -228,6 +273,10 @@ function(kernelnix_component_dependency target name)
       "configure with -DKERNELNIX_DEP_${name}=<dir> (kernelnix's build step finds it)")
   endif()
   target_include_directories(${target} SYSTEM PRIVATE "${include}")
+  # A neutral path for the dependency's headers too (kernelnix_neutral_paths).
+  set(map "-ffile-prefix-map=${include}=/kernelnix/${name}")
+  target_compile_options(${target} PRIVATE
+    "$<$<COMPILE_LANGUAGE:C,CXX,HIP>:${map}>" "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=${map}>")
 endfunction()
 
 # Compile options of some of a component's sources (one language's).
