@@ -31,9 +31,11 @@ jobs=
 if [ "${NIX_BUILD_CORES:-0}" -gt 0 ]; then jobs="--jobs $NIX_BUILD_CORES"; fi
 policy=
 if [ -n "$redistributable" ]; then policy=--redistributable; fi
+# The host toolchain's glibc target (nix/toolchains/host/glibc.nix): a store path.
+if [ -n "${glibcTarget:-}" ]; then policy="$policy --glibc-target $glibcTarget"; fi
 if [ -n "${noImportCheck:-}" ]; then policy="$policy --no-import-check"; fi
 
-# shellcheck disable=SC2086 # $jobs is empty or two words, $policy up to two
+# shellcheck disable=SC2086 # $jobs is empty or two words, $policy up to four
 exec "$KERNELNIX_PYTHON" -m kernelnix build-variant $jobs $policy \
   --plan "$planFile" \
   --variant "$variant" \

@@ -46,6 +46,10 @@
   # packages on their PATH (hermetic toolchain; the host Python must have them).
   pythonCheckInputs ? (ps: [ ]),
   pythonNativeCheckInputs ? (ps: [ ]),
+  # true: the host toolchain builds Linux variants against this machine's glibc,
+  # not the glibc 2.27 target; for debugging: they load only on machines like
+  # this one, and `kernelnix upload` refuses them (docs/build.md).
+  hostGlibc ? false,
 }:
 let
   toolchainFor =
@@ -59,6 +63,7 @@ let
           overlays
           pythonCheckInputs
           pythonNativeCheckInputs
+          hostGlibc
           ;
       }
     else

@@ -20,7 +20,7 @@ let
 
   # Where a module the tests import comes from, per toolchain (MODULE: its name).
   missingModuleHint =
-    if toolchain.redistributable then
+    if toolchain.name != "host" then
       "add its nixpkgs package to pythonCheckInputs in flake.nix (pythonCheckInputs = ps: [ ps.MODULE ];)"
     else
       "install it into the host Python (python3 -m pip install MODULE, with that Python), or run `kernelnix generate` with a Python that has it";

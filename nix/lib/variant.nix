@@ -8,6 +8,7 @@
 #             with Torch and kernelnix) and anything else not in `env`
 #   env       the derivation's other variables (PATH, compilers, toolkits)
 #   passthru  attributes added to the result, not to the derivation
+#   redistributable  (optional) this variant's, else the toolchain's
 { util }:
 { plan, toolchain }:
 {
@@ -47,7 +48,11 @@ builtins.derivation (
     targetSystem = variant.system;
     toolchainName = toolchain.name;
     # Redistributable builds meet the default check policy (--redistributable).
-    redistributable = if toolchain.redistributable then "1" else "";
+    redistributable = if inputs.redistributable or toolchain.redistributable then "1" else "";
+    # A variant refers to nothing in the store: a path that leaks into the library
+    # (__FILE__ of a header, an RPATH) would keep its whole Torch environment alive
+    # and travel with every copy of the bundle. Nix fails the build instead.
+    allowedReferences = [ ];
   }
   # Only when set, so that the defaults change no derivation.
   // (if importCheck then { } else { noImportCheck = "1"; })

@@ -145,6 +145,17 @@ def valid_in(store: Path | None, path: str, env: dict[str, str]) -> bool:
     return done.returncode == 0
 
 
+def test_the_bundle_closure_is_the_bundle(relu: Relu) -> None:
+    """Nothing the build read (Torch, the glibc target, the sources) stays referred to:
+    the closure a cache or a remote builder moves is the variants alone, under 5 MB."""
+    closure = json.loads(
+        nix(relu.project, relu.env, "path-info", "--json", "-rS", relu.paths["bundle"]).stdout
+    )
+    paths = {entry["path"] for entry in closure}
+    assert paths == set(relu.paths.values()), paths
+    assert max(entry["closureSize"] for entry in closure) < 5 * 2**20
+
+
 def test_a_fresh_store_substitutes_the_bundle_and_compiles_nothing(
     relu: Relu, cache: Cache, tmp_path: Path
 ) -> None:

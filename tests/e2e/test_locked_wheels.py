@@ -8,8 +8,10 @@ record and no CUDA toolkit on PATH, builds both, each passes `kernelnix check`
 under the policy its build recorded, the CPU variant runs its op in this
 machine's CPU Torch 2.13, and the CUDA variant loads through `kernels` in its
 own Torch (the environment the build used). `kernelnix build --local` builds
-the same from the same wheels. The whole bundle (nine variants, about 9 GB of
-wheels) is a `heavy` test, run with `pytest --heavy`.
+the same from the same wheels. Both are built against the glibc 2.27 target and
+pass the publishing policy, and the bundle's closure is the bundle alone. The
+whole bundle (nine variants, about 9 GB of wheels) is a `heavy` test, run with
+`pytest --heavy`.
 """
 
 from __future__ import annotations
@@ -148,6 +150,26 @@ def test_each_variant_passes_the_checks_it_was_built_under(bundle: Bundle) -> No
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
         assert f"ok    {variant}: no violations" in done.stdout
+
+
+def test_each_variant_is_publishable_and_the_bundle_refers_to_nothing(bundle: Bundle) -> None:
+    """Built against the glibc 2.27 target with a private C++ runtime: the publishing
+    policy passes, and no store path of the build (the Torch environment, the
+    target) is referred to, so the bundle's closure is the bundle (CPU + CUDA)."""
+    for variant in (CPU, CUDA):
+        done = subprocess.run(
+            ["kernelnix", "check", "--policy", "kernel", "--redistributable",
+             str(bundle.result / variant)],
+            capture_output=True, text=True, env=bundle.env, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        metadata = json.loads((bundle.result / variant / "metadata.json").read_text())
+        assert metadata["provenance"]["kernelnix"]["redistributable"] is True
+    closure = json.loads(
+        nix(bundle.project, bundle.env, "path-info", "--json", "-rS", str(bundle.result)).stdout
+    )
+    assert sum(entry["narSize"] for entry in closure) < 5 * 2**20, closure
+    assert max(entry["closureSize"] for entry in closure) < 5 * 2**20
 
 
 def test_the_cpu_variant_runs_in_a_cpu_torch_of_its_release(bundle: Bundle, tmp_path: Path) -> None:

@@ -1,6 +1,9 @@
 # The host toolchain: this machine's compilers and Python. Impure (needs
-# `sandbox = false`), offers only the variants this machine can build, and
-# marks them non-redistributable (`--toolchain host`). A variant whose wheels
+# `sandbox = false`), offers only the variants this machine can build. Its Linux
+# variants are built for publishing (`--redistributable`): against the glibc
+# 2.27 target assembled from a locked wheel (./glibc.nix), with a private C++
+# runtime; `hostGlibc = true` builds them against this machine's glibc, for this
+# machine only (not redistributable). A variant whose wheels
 # are locked (kernelnix/data/wheel-lock.json, `host`) builds against its own
 # Torch and CUDA toolkit from them (wheels.nix); the others against the Torch
 # of the Python environment that has torch.
@@ -13,7 +16,7 @@
 # Interface shared by every toolchain (see docs/flake.md), each named in
 # matrix.json's `toolchains`:
 #   { util, kernelnixSrc, hermetic, ... } -> { path, plan, nixpkgs, overlays } -> {
-#     name; redistributable;
+#     name; redistributable;   # variantEnv may say per variant (`redistributable`)
 #     notOffered = system -> name -> variant -> null or string;
 #                           # why the toolchain does not build a variant (the
 #                           # plan's entry); null when it does
@@ -38,9 +41,18 @@
   # does not use: the host Python must have them already (docs/flake.md).
   pythonCheckInputs ? null,
   pythonNativeCheckInputs ? null,
+  # kernelFlake's hostGlibc: Linux variants against this machine's glibc.
+  hostGlibc ? false,
 }:
 let
   wheels = import ./wheels.nix { inherit kernelnixSrc; };
+  glibc = import ./glibc.nix { inherit kernelnixSrc wheels; };
+  # Compiled Linux variants build against the glibc target, unless hostGlibc.
+  usesTarget =
+    variant: !hostGlibc && variant.kind != "noarch" && builtins.match ".*-linux" variant.system != null;
+  # Publishable: what the target (or no compiler at all) makes, not a darwin build.
+  publishable =
+    variant: !hostGlibc && (variant.kind == "noarch" || builtins.match ".*-linux" variant.system != null);
   recordFile = path + "/kernelnix-host.json";
   schemaVersions = builtins.fromJSON (builtins.readFile ../../../kernelnix/data/schema-versions.json);
   regenerate = "run `kernelnix generate` to record this machine's toolchain";
@@ -103,6 +115,8 @@ let
       null
     else if machine.system != system then
       "this machine is ${machine.system}"
+    else if usesTarget variant && glibc.missing system != null then
+      glibc.missing system
     else if lockedEntry system variant != null then
       null
     else if !builtins.elem name machine.variants then
@@ -151,22 +165,30 @@ let
         else
           "any"
       );
+      withWheels =
+        if found == null then
+          step
+        else
+          step
+          // {
+            env =
+              let
+                wheelEnv = wheels.environment system scriptEnv (wheels.buildSetKey variant) found;
+              in
+              step.env // { inherit wheelEnv; } // identity wheelEnv;
+          };
     in
-    if found == null then
-      step
-    else
-      step
-      // {
-        env =
-          let
-            wheelEnv = wheels.environment system scriptEnv (wheels.buildSetKey variant) found;
-          in
-          step.env // { inherit wheelEnv; } // identity wheelEnv;
-      };
+    withWheels
+    // {
+      redistributable = publishable variant;
+      env =
+        withWheels.env
+        // (if usesTarget variant then { glibcTarget = glibc.target system scriptEnv; } else { });
+    };
 in
 {
   name = "host";
-  redistributable = false;
+  redistributable = !hostGlibc;
   inherit
     notOffered
     variantEnv

@@ -43,6 +43,8 @@ let
     );
 in
 rec {
+  inherit unpacked;
+
   # `2.13-cuda-13`, `2.15-cuda-13.2`: the lock's name of a variant's build set
   # (kernelnix.host.environments.build_set_key).
   buildSetKey =
