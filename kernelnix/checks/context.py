@@ -178,12 +178,18 @@ def recorded_options(options: CheckOptions, metadata: Metadata | None) -> CheckO
     own = metadata.own if metadata else None
     if own is None or own.policy is None:
         return replace(options, policy_reason="the default policy: metadata.json records none")
+    reason = (
+        f"the one the {own.toolchain}-toolchain build passed "
+        "(metadata.json, provenance.kernelnix.policy)"
+    )
+    if not own.redistributable and own.policy != DEFAULT_POLICY:
+        reason += (
+            "; a build for its own machine (--host-glibc, or hostGlibc = true in flake.nix), "
+            f"which `upload` refuses: it holds every variant to policy {DEFAULT_POLICY}, "
+            "redistributable; rebuild without --host-glibc to publish"
+        )
     return replace(
-        options,
-        policy=own.policy,
-        redistributable=own.redistributable,
-        policy_reason=f"the one the {own.toolchain}-toolchain build passed "
-        "(metadata.json, provenance.kernelnix.policy)",
+        options, policy=own.policy, redistributable=own.redistributable, policy_reason=reason
     )
 
 

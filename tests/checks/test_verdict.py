@@ -1,10 +1,12 @@
 """One verdict (issue #17): the build step, `check` and `upload` judge the same
 tree the same way under the same policy, and each says which policy and why.
 
-Trees: examples/relu's CPU variant, built by `kernelnix build --local`, and
-relu-noarch's CPU variant, built by the build step (`build_variant`, what
-`build-variant` and the Nix derivation run); both check their variant under
-the policy of this machine's glibc and record it. And a hand-made variant
+Trees: examples/relu's CPU variant, built by `kernelnix build --local
+--host-glibc`, and relu-noarch's CPU variant, built by the build step
+(`build_variant`, what `build-variant` and the Nix derivation run); both check
+their variant under the policy of this machine's glibc and record it. The same
+relu variant built by a plain `build --local` (the glibc 2.27 target, under the
+publishing policy, which upload accepts). And a hand-made variant
 holding a library of the checks corpus that needs GLIBC_2.34.
 """
 
@@ -47,7 +49,7 @@ def _built(example: str, root: Path) -> tuple[Path, str]:
     return build_variant(plan, system, name, source, root / "out", import_check=False), name
 
 
-def _built_local(example: str, root: Path) -> tuple[Path, str]:
+def _built_local(example: str, root: Path, *options: str) -> tuple[Path, str]:
     """`kernelnix build --local` of `example`'s CPU variant; the variant and the output."""
     source = root / example
     shutil.copytree(EXAMPLES / example, source, ignore=shutil.ignore_patterns("build", "result"))
@@ -57,7 +59,7 @@ def _built_local(example: str, root: Path) -> tuple[Path, str]:
         for n, v in plan.variants[current_system()].items()
         if v.backend == "cpu" and why_not_buildable(v) is None
     )
-    args = ["build", "--local", "--no-progress", "--variant", name, str(source)]
+    args = ["build", "--local", "--no-progress", *options, "--variant", name, str(source)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     return source / "build" / name, result.output
@@ -69,7 +71,8 @@ BUILT_LOCAL: dict[str, str] = {}
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("verdict")
-    relu, BUILT_LOCAL["relu"] = _built_local("relu", root / "relu")
+    relu, BUILT_LOCAL["relu"] = _built_local("relu", root / "relu", "--host-glibc")
+    target, BUILT_LOCAL["relu-glibc-2.27"] = _built_local("relu", root / "target")
     noarch, _ = _built("relu-noarch", root / "noarch")
     handmade = root / "handmade" / "build"
     name = "torch213-cxx11-cpu-x86_64-linux"
@@ -78,6 +81,7 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     files = {f"{metadata['id']}.abi3.so": library}
     return {
         "relu": relu,
+        "relu-glibc-2.27": target,
         "relu-noarch": noarch,
         "glibc-2.34": make_variant(handmade, "relu", name, files=files, metadata=metadata),
     }
@@ -97,7 +101,7 @@ def _upload_accepts(variant: Path) -> bool:
     return True
 
 
-@pytest.mark.parametrize("tree", ["relu", "relu-noarch", "glibc-2.34"])
+@pytest.mark.parametrize("tree", ["relu", "relu-glibc-2.27", "relu-noarch", "glibc-2.34"])
 @pytest.mark.parametrize("policy", POLICIES)
 def test_check_and_the_checks_agree_under_every_policy(
     trees: dict[str, Path], tree: str, policy: str
@@ -119,7 +123,9 @@ def test_the_verdicts_differ_where_the_trees_do(trees: dict[str, Path]) -> None:
         for policy in POLICIES
     }
     assert verdicts[("relu-noarch", "kernel")] and _upload_accepts(trees["relu-noarch"])
-    assert not verdicts[("relu", "kernel")]  # libstdc++.so.6, this machine's glibc
+    assert not verdicts[("relu", "kernel")]  # --host-glibc: libstdc++.so.6, this glibc
+    # The default build --local: the glibc 2.27 target, a private C++ runtime.
+    assert verdicts[("relu-glibc-2.27", "kernel")] and _upload_accepts(trees["relu-glibc-2.27"])
     assert not verdicts[("glibc-2.34", "manylinux_2_28")]
     assert verdicts[("glibc-2.34", "manylinux_2_34")]
 
@@ -134,6 +140,8 @@ def test_check_repeats_the_build_verdict_from_its_record(trees: dict[str, Path],
     ok, output = _check_cli(variant)
     assert ok  # the build passed its checks, so the record's verdict is a pass
     assert f"policy {policy} (the one the host-toolchain build passed" in output
+    if policy != "kernel":  # built for this machine only: check says upload refuses it
+        assert "which `upload` refuses: it holds every variant to policy kernel" in output
     assert "local" in output.splitlines()[0]  # redistributable: as recorded
     # build --local printed the same policy, with its reason, and a pass.
     if tree in BUILT_LOCAL:

@@ -7,8 +7,11 @@ toolchain and a fake Hub on 127.0.0.1 (tests/support/hubserver.py).
   older build and build/ holds a variant of another build.
 - `nix run .#build-and-upload -- --dry-run` works with the network off: it shows
   the checks and the files per branch, and says the Hub was not contacted.
-- relu built here: a native host build is checked under the publishing policy
-  and refused with its violations (this machine links libstdc++ dynamically).
+- relu built here with `hostGlibc = true` (against this machine's glibc): it
+  is checked under the publishing policy and refused with its violations
+  (this machine links libstdc++ dynamically), and `check` says why. Built by
+  default (the glibc 2.27 target), each variant passes that policy and
+  `build-and-upload` sends the bundle.
 """
 
 from __future__ import annotations
@@ -132,10 +135,17 @@ def test_dry_run_works_offline(env: dict[str, str], tmp_path: Path) -> None:
     assert lines[-1] == f"dry run: nothing was sent to http://127.0.0.1:9/kernels/{REPO}/tree/v1"
 
 
-def test_native_host_build_is_checked_under_the_publishing_policy(
+def test_a_host_glibc_build_is_checked_under_the_publishing_policy(
     env: dict[str, str], hub: FakeHub, tmp_path: Path
 ) -> None:
+    """`hostGlibc = true`: relu built against this machine's glibc, which upload refuses."""
     project = project_of("relu", tmp_path, env)
+    flake = project / "flake.nix"
+    flake.write_text(
+        flake.read_text().replace(
+            'toolchain = "host";', 'toolchain = "host";\n      hostGlibc = true;'
+        )
+    )
     done = kernelnix(
         online(env, hub, tmp_path / "hf"), "build-and-upload", "--no-import", str(project)
     )
@@ -144,9 +154,36 @@ def test_native_host_build_is_checked_under_the_publishing_policy(
     assert "(policy kernel)" in done.stderr
     assert "fix: " in done.stderr and "Traceback" not in done.stderr
     assert hub.requests == []
-    # The build's own verdict, under the policy it recorded, was a pass.
+    # The build's own verdict, under the policy it recorded, was a pass; check says
+    # that upload refuses it.
     bundle = (project / "result").resolve()
     check = kernelnix(env, "check", "--no-import", str(bundle))
     assert check.returncode == 0, check.stdout
     assert "the one the host-toolchain build passed" in check.stdout
+    assert "which `upload` refuses" in check.stdout
     assert os.path.isdir(bundle)
+
+
+def test_a_default_host_build_is_publishable(
+    env: dict[str, str], hub: FakeHub, tmp_path: Path
+) -> None:
+    """relu through its flake with the host toolchain: against the glibc 2.27 target,
+    each variant passes the publishing policy and upload sends the bundle."""
+    project = project_of("relu", tmp_path, env)
+    done = kernelnix(
+        online(env, hub, tmp_path / "hf"), "build-and-upload", "--no-import", str(project)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "checked under the publishing policy (kernel):" in done.stdout.splitlines()
+    bundle = (project / "result").resolve()
+    built = sorted(p.name for p in bundle.iterdir() if (p / "metadata.json").is_file())
+    compiled = [name for name in built if "-cpu-" in name or "-cu" in name]
+    assert compiled, built
+    pushed = {path for c in hub.commits if c.revision == "v1" for path in c.adds}
+    assert {p.split("/")[1] for p in pushed if p.startswith("build/")} == set(built)
+    for name in compiled:
+        check = kernelnix(
+            env, "check", "--policy", "kernel", "--redistributable", "--no-import",
+            str(bundle / name),
+        )  # fmt: skip
+        assert check.returncode == 0, check.stdout
