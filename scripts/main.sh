@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: install what is needed, generate the flake of the relu example
-# kernel, build its bundle with Nix (host toolchain) and load the result with the
-# real `kernels` package. `kernelnix build --local` is the no-Nix path (README).
+# kernel, build its bundle with Nix (host toolchain), check that every variant is
+# publishable, and load the result with the real `kernels` package. `kernelnix build --local` is the no-Nix path (README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -25,6 +25,14 @@ git -C "$work/relu" add flake.lock
 git -C "$work/relu" commit -q -m "relu example"
 echo "+ nix build .#bundle (in $work/relu)"
 (cd "$work/relu" && nix build .#bundle --print-build-logs)
+# Publishable: each Linux variant passes the publishing policy (glibc 2.27, a private
+# C++ runtime), and upload accepts the bundle (a dry run contacts no Hub).
+for variant in "$work/relu/result"/torch*; do
+  echo "+ kernelnix check --policy kernel --redistributable $(basename "$variant")"
+  kernelnix check --policy kernel --redistributable --no-import "$variant"
+done
+echo "+ kernelnix upload --dry-run --no-import (in $work/relu)"
+kernelnix upload --dry-run --no-import "$work/relu" | tail -n 3
 echo "+ python3 -c 'kernels.get_local_kernel(result).relu(x)'"
 python3 - "$work/relu/result" <<'PY'
 import sys
