@@ -3,7 +3,7 @@ against a baseline timed in the same run, with its target and PASS or MISS.
 
     benchmarks/run [--quick] [--only NAME]... [--json FILE]
 
-Names: plan, config, nix, rebuild, compile, checks, cuda, wheels, incremental, scaling.
+Names: plan, config, nix, rebuild, compile, checks, cuda, wheels, glibc, incremental, scaling.
 A full run takes 15 to 30 minutes on two cores without incremental and scaling, which
 build with Nix for about 5 and 20 more (nix builds the largest example three times from
 scratch, and bench_checks compiles its CUDA libraries on first use); --quick takes
@@ -55,6 +55,11 @@ BENCHMARKS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         "bench_incremental: nix build after a one-file .cu edit, compiler cache on, vs cold",
         {"repeat": 1},
         {"repeat": 1},
+    ),
+    "glibc": (
+        "bench_glibc: a build against the glibc 2.27 target vs without; its first assembly",
+        {"runs": 3},
+        {"runs": 1},
     ),
     "scaling": (
         "bench_scaling: nix build of 1-8 variants at --max-jobs 1 and 2, per variant",
