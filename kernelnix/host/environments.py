@@ -274,11 +274,18 @@ def _unpacked(wheel: LockedWheel, cache: Path, log: Callable[[str], None]) -> Pa
     except OSError as error:
         raise _fault(error, f"unpacking {archive} into {target}", wheel) from error
     except TreeError as error:
-        archive.unlink()
+        _discard(archive)
         raise UserError.single(
             f"{archive}: {error}; the file was removed", fix="run it again"
         ) from error
     return target
+
+
+def _discard(archive: Path) -> None:
+    """Remove a downloaded file found broken: from the cache, or from the Nix store
+    through Nix (a store path is not a file to unlink)."""
+    if _nix_store("--delete", str(archive)) is None and archive.exists():
+        archive.unlink()
 
 
 def materialize(

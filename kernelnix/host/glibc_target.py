@@ -127,9 +127,15 @@ def _make_stubs(zig: Path, arch: str, releases: Sequence[str], work: Path) -> di
             command += ["-fno-ubsan-rt", "-target", f"{arch}-linux-gnu.{release}", "probe.c"]
             env = {**os.environ, "ZIG_GLOBAL_CACHE_DIR": str(cache)}
             env["ZIG_LOCAL_CACHE_DIR"] = str(cache)
-            process = subprocess.Popen(
-                command, cwd=work, env=env, text=True, stderr=subprocess.PIPE
-            )
+            try:
+                process = subprocess.Popen(
+                    command, cwd=work, env=env, text=True, stderr=subprocess.PIPE
+                )
+            except OSError as failure:
+                raise TargetError(
+                    f"cannot run {zig}: {failure.strerror}; the ziglang wheel is not one for "
+                    "this machine"
+                ) from failure
             running.append((release, cache, process))
         release, cache, process = running.pop(0)
         _, error = process.communicate()
@@ -162,7 +168,9 @@ def newer_symbols(stubs: dict[str, Path], target: str) -> dict[str, str]:
     return added
 
 
-def _check_machine(library: Path, machine: int, arch: str) -> None:
+def check_machine(library: Path, arch: str) -> None:
+    """A TargetError unless `library` is an ELF file for `arch`."""
+    machine = ARCHES[arch][1]
     head = library.read_bytes()[:20]
     found = int.from_bytes(head[18:20], "little") if head[:4] == b"\x7fELF" else None
     if found != machine:
@@ -245,10 +253,10 @@ def _copy_archive(archive: Path, dest: Path) -> None:
 
 
 def _fill_libraries(stubs: Path, lib: Path, arch: str, root: Path) -> None:
-    _, machine, _, loader = ARCHES[arch]
+    loader = ARCHES[arch][3]
     lib.mkdir(parents=True)
     for name in STUBS:
-        _check_machine(stubs / name, machine, arch)
+        check_machine(stubs / name, arch)
         shutil.copyfile(stubs / name, lib / name)
         plain = name[: name.index(".so") + 3]
         if plain != "libc.so":
