@@ -360,7 +360,11 @@ def lock_glibc_targets(
     for system in settings["systems"]:
         if system not in HOST_SYSTEMS:
             continue
-        file = resolver.best("ziglang", wanted, Target(system, next(iter(python_tags))))
+        try:
+            file = resolver.best("ziglang", wanted, Target(system, next(iter(python_tags))))
+        except (OSError, ValueError) as error:
+            log(f"cannot read the ziglang wheels on PyPI ({error}): no glibc target for {system}")
+            continue
         if file is None:
             log(f"no ziglang {settings['ziglang']} wheel for {system} on PyPI: no glibc target")
             continue

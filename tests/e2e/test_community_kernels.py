@@ -7,9 +7,10 @@ A noarch Triton kernel (triton-kernels, CUDA only), a CPU kernel with AVX-512
 code (quantization-gptq), a multi-backend kernel (relu: CPU, CUDA, ROCm, XPU,
 Metal), a CPU + CUDA + XPU kernel (rotary) and a CUDA-only kernel
 (causal-conv1d). Each flake locks and evaluates with the host toolchain and no
-`kernelnix generate`; every bundle this machine can build is built, ci-test
-runs the kernel's own tests, and a flake with no variant for this machine
-fails its bundle with each variant's reason. rotary and causal-conv1d, whose
+`kernelnix generate`; every bundle this machine can build is built, its
+compiled variants pass the publishing policy, ci-test runs the kernel's own
+tests, and a flake with no variant for this machine fails its bundle with each
+variant's reason. rotary and causal-conv1d, whose
 CUDA sources need the nvcc flags kernel-builder takes from Torch's CMake config
 (`--extended-lambda`, `--expt-relaxed-constexpr`), build their cu130 variant
 against the CUDA Torch (one arch, 9.0, keeps the compile short) and load.
@@ -103,6 +104,20 @@ def build_bundle(community: Community, directory: Path) -> Path:
     return bundle
 
 
+def assert_publishable(bundle: Path, env: dict[str, str]) -> None:
+    """Every compiled variant of `bundle` passes the publishing policy (glibc 2.27, a
+    private C++ runtime): the host toolchain built it against the glibc target."""
+    compiled = [p for p in sorted(bundle.iterdir()) if any(p.glob("*.so"))]
+    assert compiled, sorted(bundle.iterdir())
+    for variant in compiled:
+        done = subprocess.run(
+            ["kernelnix", "check", "--policy", "kernel", "--redistributable", "--no-import",
+             str(variant)],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
 # Load the bundle through `kernels`, then import the named submodules of the kernel.
 LOAD = """
 import importlib, sys
@@ -146,7 +161,8 @@ def test_ci_test_runs_the_kernels_own_tests(
     community: Community, project: Callable[[str], Path], name: str, args: list[str]
 ) -> None:
     directory = project(name)
-    build_bundle(community, directory)
+    bundle = build_bundle(community, directory)
+    assert_publishable(bundle, community.env)
     done = nix(directory, community.env, "run", ".#ci-test", "--", *args)
     assert " passed" in done.stdout, done.stdout
     assert "failed" not in done.stdout and "error" not in done.stdout, done.stdout

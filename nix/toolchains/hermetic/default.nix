@@ -23,6 +23,9 @@
   # added to the Python, and to PATH, of ci-test and the shells.
   pythonCheckInputs ? (ps: [ ]),
   pythonNativeCheckInputs ? (ps: [ ]),
+  # The host toolchain's (its Linux variants against this machine's glibc): this
+  # toolchain always builds against its own glibc 2.27.
+  hostGlibc ? false,
 }:
 let
   inherit (hermetic) select;
