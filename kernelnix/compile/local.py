@@ -101,7 +101,8 @@ def build_planned(
                         plan_file.written(),
                         system,
                         name,
-                        (directory, out_dir),
+                        directory,
+                        out_dir,
                         jobs,
                         environment,
                         target,
@@ -146,15 +147,14 @@ def _build_in_environment(
     plan_file: Path,
     system: str,
     name: str,
-    directories: tuple[Path, Path],
+    directory: Path,
+    out_dir: Path,
     jobs: int | None,
     environment: LockedEnvironment,
     glibc_target: Path | None,
 ) -> Path:
     """The build step of one variant in a process whose Torch (and nvcc) are the
-    variant's locked wheels (kernelnix.host.environments), not this Python's;
-    `directories`: the kernel's and the one the variant goes to."""
-    directory, out_dir = directories
+    variant's locked wheels (kernelnix.host.environments), not this Python's."""
     root = materialize(environment, log=lambda line: print(line, flush=True))
     work = out_dir / WORK_DIR
     command = [

@@ -76,7 +76,7 @@ def run_command(args: list[str], env: dict[str, str] | None = None) -> None:
         raise BuildError(f"{Path(args[0]).name} exited with status {done.returncode}")
 
 
-def run_compile(args: list[str], env: dict[str, str] | None, explain: Explain) -> None:
+def run_compile(args: list[str], env: dict[str, str] | None, explain: Explain | None) -> None:
     """run_command for the compile: its output is shown as it comes and read when it
     fails, so that `explain` can turn what it recognises into one UserError."""
     print(shown(args), file=sys.stderr, flush=True)
@@ -90,7 +90,7 @@ def run_compile(args: list[str], env: dict[str, str] | None, explain: Explain) -
             lines.append(line)
     sys.stdout.flush()
     if process.returncode != 0:
-        explained = explain("".join(lines))
+        explained = explain("".join(lines)) if explain else []
         if explained:
             raise UserError(explained)
         raise BuildError(f"{Path(args[0]).name} exited with status {process.returncode}")
@@ -399,17 +399,13 @@ def _compiled(
         run_compile(
             ["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])],
             _compile_environment(launcher, work),
-            (lambda output: undeclared_newer_functions(output, glibc, kernel)) if glibc else _none,
+            (lambda output: undeclared_newer_functions(output, glibc, kernel)) if glibc else None,
         )
         if glibc:
             unbound = unbound_newer_functions(build / f"{variant.ops_id}.abi3.so", build, glibc)
             if unbound:
                 raise UserError(unbound)
         yield build
-
-
-def _none(output: str) -> list[Diagnostic]:
-    return []
 
 
 def _install(build: Path, target: Path, variant: PlanVariant) -> None:

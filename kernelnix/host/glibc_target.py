@@ -220,14 +220,11 @@ def _link_cxx_headers(include: Path) -> None:
     )
     for line in done.stderr.splitlines():
         folder = Path(line.strip())
-        if "/c++/" not in line or not folder.is_dir() or not folder.is_relative_to("/usr/include"):
+        if "c++" not in folder.parts or not folder.is_relative_to("/usr/include"):
             continue
-        top = folder
-        while top.parent.name != "c++" and top.name != "c++":
-            top = top.parent
-        top = top if top.name == "c++" else top.parent
+        top = Path(*folder.parts[: folder.parts.index("c++") + 1])  # /usr/include/c++
         link = include / top.relative_to("/usr/include")
-        if not os.path.lexists(link):
+        if top.is_dir() and not os.path.lexists(link):
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(top)
 
