@@ -187,7 +187,18 @@ def _copy_headers(zig_lib: Path, zig_arch: str, include: Path) -> None:
     for folder in reversed(folders):
         if not (base / folder).is_dir():
             raise TargetError(f"the ziglang wheel has no headers in {base / folder}")
-        shutil.copytree(base / folder, include, dirs_exist_ok=True)
+        _copy_contents(base / folder, include)
+
+
+def _copy_contents(source: Path, dest: Path) -> None:
+    """The files of `source` into `dest`, replacing those there: contents only, not
+    modes, which are read-only in the Nix store (a sandboxed build, which may not
+    override them, then could not replace a file or add one to a folder)."""
+    for folder, _, files in os.walk(source):
+        target = dest / Path(folder).relative_to(source)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            shutil.copyfile(Path(folder) / name, target / name)
 
 
 def _patch_headers(include: Path) -> None:
