@@ -156,7 +156,7 @@ endfunction()
 function(kernelnix_neutral_paths)
   get_filename_component(site "${TORCH_DIR}" DIRECTORY)
   get_filename_component(work "${CMAKE_BINARY_DIR}" DIRECTORY)
-  set(maps "${site}=/kernelnix/site" "${work}=/kernelnix/work")
+  set(maps "${site}=/kernelnix/site")
   if(TORCH_PYTHON_INCLUDE)
     list(APPEND maps "${TORCH_PYTHON_INCLUDE}=/kernelnix/python")
   endif()
@@ -169,8 +169,12 @@ function(kernelnix_neutral_paths)
     list(APPEND maps "${KERNELNIX_GLIBC_SYSROOT}=/kernelnix/sysroot")
   endif()
   list(TRANSFORM maps PREPEND "-ffile-prefix-map=")
+  # The work directory (the kernel's own sources are linked into it) for the host
+  # compilers only: ccache hashes nvcc's -Xcompiler options as written, and a copy
+  # of the kernel elsewhere would compile its CUDA sources again. It is no store
+  # path, so a CUDA source's own __FILE__ keeps nothing alive.
   target_compile_options(kernelnix_torch INTERFACE
-    "$<$<COMPILE_LANGUAGE:C,CXX,OBJCXX,HIP>:${maps}>")
+    "$<$<COMPILE_LANGUAGE:C,CXX,OBJCXX,HIP>:-ffile-prefix-map=${work}=/kernelnix/work;${maps}>")
   list(TRANSFORM maps PREPEND "-Xcompiler=")
   target_compile_options(kernelnix_torch INTERFACE "$<$<COMPILE_LANGUAGE:CUDA>:${maps}>")
 endfunction()
