@@ -408,8 +408,11 @@ def _compiled(
         yield build
 
 
-def _install(build: Path, target: Path, variant: PlanVariant) -> None:
-    run_command(["cmake", "--install", str(build), "--prefix", str(target)])
+def _install(build: Path, target: Path, variant: PlanVariant, strip: bool) -> None:
+    """Install the variant; `strip`: without its symbol table, as published."""
+    run_command(
+        ["cmake", "--install", str(build), "--prefix", str(target), *(["--strip"] if strip else [])]
+    )
     _check_archs(target / f"{variant.ops_id}.abi3.so", variant)
 
 
@@ -575,7 +578,7 @@ def build_variant(
         if build is None:
             _stage_noarch(plan, source_dir, target, metadata)
         else:
-            _install(build, target, variant)
+            _install(build, target, variant, strip=redistributable)
         run_post_build_checks(target, redistributable, import_check, import_child)
         _remove_bytecode(target)
     return destination

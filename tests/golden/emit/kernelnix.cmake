@@ -213,7 +213,10 @@ function(kernelnix_private_cxx_runtime)
     message(FATAL_ERROR "kernelnix: a private C++ runtime needs gcc or clang on Linux, "
       "not ${CMAKE_CXX_COMPILER_ID}; build without --redistributable")
   endif()
-  target_link_options(kernelnix_torch INTERFACE -static-libstdc++ -Wl,--exclude-libs,ALL)
+  # --gc-sections: of the static libstdc++, only what the kernel uses (relu's CPU
+  # library: 1.44 MB without, 0.73 MB with).
+  target_link_options(kernelnix_torch INTERFACE
+    -static-libstdc++ -Wl,--exclude-libs,ALL -Wl,--gc-sections)
   # A link item: after the objects, before the compiler's own -lgcc_s.
   target_link_libraries(kernelnix_torch INTERFACE -l:libgcc.a)
 endfunction()
