@@ -57,8 +57,27 @@ in
   # package name comes first on PYTHONPATH, so `import <python-name>` in a test
   # imports the built variant. A test that fails for a missing module gets a
   # line naming the module and where to add it.
+  #
+  # A variant built in an environment of its own (the host toolchain's locked
+  # wheels: `wheelEnv`) is tested in it, its Torch first on PYTHONPATH, as its
+  # import check loaded it. A CPU variant's environment holds Torch's CUDA wheel
+  # (PyPI has no CPU one), so the loader is told to ask for the CPU backend
+  # (kernelnix.checks.ci_backend), as users of a CUDA Torch do.
   ciTest =
     variantName: variant:
+    let
+      environment = variant.wheelEnv or null;
+      backend = plan.variants.${system}.${variantName}.backend;
+      askCpu = environment != null && backend == "cpu";
+      pythonPath = builtins.concatStringsSep ":" (
+        [
+          "$packages"
+          "${variant}/${variantName}"
+        ]
+        ++ (if environment == null then [ ] else [ "${environment}" ])
+        ++ (if askCpu then [ "${kernelnixSrc}" ] else [ ])
+      );
+    in
     if tests == null then
       script variantName "ci-test" ''echo "ci-test: no tests/ directory; nothing to run"''
     else
@@ -67,13 +86,14 @@ in
         packages=$(mktemp -d)
         trap 'rm -rf "$packages"' EXIT
         ln -s ${variant}/${variantName} "$packages"/${shellQuote plan.python-name}
-        export PYTHONPATH="$packages:${variant}/${variantName}" KERNEL_PATH=${variant} PYTHONDONTWRITEBYTECODE=1
+        export PYTHONPATH="${pythonPath}" KERNEL_PATH=${variant} PYTHONDONTWRITEBYTECODE=1
         ${if repoId == null then "" else "export LOCAL_KERNELS=${shellQuote "${repoId}=${variant}"}"}
+        ${if askCpu then "export KERNELNIX_CI_BACKEND=cpu" else ""}
         cd ${tests}
         {
           status=0
           "$KERNELNIX_PYTHON" -m pytest ${tests}/tests -m kernels_ci -p no:cacheprovider \
-            -o 'markers=kernels_ci: tests run against a built variant' "$@" || status=$?
+            ${if askCpu then "-p kernelnix.checks.ci_backend " else ""}-o 'markers=kernels_ci: tests run against a built variant' "$@" || status=$?
           echo "$status" > "$packages/status"
         } 2>&1 | tee "$packages/log"
         status=$(cat "$packages/status")

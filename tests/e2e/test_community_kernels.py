@@ -27,7 +27,13 @@ from pathlib import Path
 
 import pytest
 from cuda_venv import CUDA_VARIANT, CudaTorch
-from nix_projects import clone_worktree, kernel_builder_project, nix, nix_environment
+from nix_projects import (
+    clone_worktree,
+    kernel_builder_project,
+    kernelnix_clone,
+    nix,
+    nix_environment,
+)
 from paths import TESTS
 
 pytestmark = [
@@ -166,6 +172,24 @@ def test_ci_test_runs_the_kernels_own_tests(
     done = nix(directory, community.env, "run", ".#ci-test", "--", *args)
     assert " passed" in done.stdout, done.stdout
     assert "failed" not in done.stdout and "error" not in done.stdout, done.stdout
+
+
+def test_ci_test_runs_a_locked_variant_in_its_own_torch(tmp_path: Path) -> None:
+    """relu's tests load it with `kernels.get_kernel` (LOCAL_KERNELS). With Torch
+    2.14's CPU build set locked, ci-test picks the torch214 CPU variant and runs
+    the tests in its own environment (Torch 2.14.1's CUDA wheel, in which the
+    loader is told to ask for the CPU backend), not in this machine's Torch 2.13,
+    whose loader finds no variant for it."""
+    url, env = kernelnix_clone(tmp_path / "kernelnix", ("2.14-cpu",))
+    directory = kernel_builder_project(COMMUNITY / "relu", tmp_path / "relu", url)
+    bundle = build_bundle(Community(url, env, tmp_path), directory)
+    assert "torch214-cxx11-cpu-x86_64-linux" in {p.name for p in bundle.iterdir()}
+    done = nix(directory, env, "run", ".#ci-test")
+    assert " passed" in done.stdout, done.stdout
+    assert "failed" not in done.stdout and "error" not in done.stdout, done.stdout
+    script = nix(directory, env, "eval", "--raw", ".#ci-test.outPath").stdout
+    text = (Path(script) / "bin" / "ci-test").read_text()
+    assert "kernelnix-env-2.14-cpu" in text and "KERNELNIX_CI_BACKEND=cpu" in text
 
 
 def test_a_flake_with_no_variant_here_fails_its_bundle(

@@ -242,3 +242,31 @@ def ccache_counters(env: dict[str, str]) -> dict[str, int]:
         ["ccache", "--print-stats"], capture_output=True, text=True, env=env, check=True
     ).stdout
     return {k: int(v) for k, v in (line.split("\t") for line in out.splitlines()) if v.isdigit()}
+
+
+# What pytest does with `-p kernelnix.checks.ci_backend` (this environment has no
+# pytest): call its hook, then ask the loader which backend it would pick.
+CHOSEN_BACKEND = """
+from kernelnix.checks import ci_backend
+ci_backend.pytest_configure(None)
+from kernels.backends import _select_backend
+print(_select_backend(None).name)
+"""
+
+
+@pytest.mark.parametrize(("asked", "expected"), [("cpu", "cpu"), (None, "cuda")])
+def test_ci_test_plugin_tells_the_loader_the_variants_backend(
+    cuda_torch: CudaTorch, asked: str | None, expected: str
+) -> None:
+    """kernelnix.checks.ci_backend (ci-test of a CPU variant in a CUDA Torch): with
+    KERNELNIX_CI_BACKEND=cpu the loader picks CPU variants; without it, as always,
+    the CUDA variants of its CUDA Torch."""
+    env = {k: v for k, v in cuda_torch.env.items() if k != "KERNELNIX_CI_BACKEND"}
+    if asked:
+        env["KERNELNIX_CI_BACKEND"] = asked
+    done = subprocess.run(
+        [cuda_torch.python, "-c", CHOSEN_BACKEND],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == expected
