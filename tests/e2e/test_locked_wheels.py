@@ -216,12 +216,14 @@ def test_build_local_builds_from_the_same_wheels(
 
 
 def check_and_load(project: Path, env: dict[str, str], built: Path, tmp: Path) -> dict:
-    """`kernelnix check` of the variant at `built`, then its load through `kernels`
-    in its own Torch (its wheel environment first on the path)."""
+    """`kernelnix check` of the variant at `built` under the publishing policy, then
+    its load through `kernels` in its own Torch (its wheel environment first on the
+    path)."""
     variant = built.name
     done = subprocess.run(
-        ["kernelnix", "check", str(built)], capture_output=True, text=True, env=env, check=False
-    )
+        ["kernelnix", "check", "--policy", "kernel", "--redistributable", str(built)],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"ok    {variant}: no violations" in done.stdout
     environment = wheel_environment(project, env, variant)
