@@ -154,16 +154,15 @@ def _stub_symbols(folder: Path) -> set[str]:
 
 
 def newer_symbols(stubs: dict[str, Path], target: str) -> dict[str, str]:
-    """The public glibc symbols the target lacks -> the release that added each
-    (`stubs`: every release's stub folder): what a kernel may not call."""
+    """The glibc symbols the target lacks -> the release that added each (`stubs`:
+    every release's stub folder): what a kernel's library may not leave unbound."""
     seen = _stub_symbols(stubs[target])
     added: dict[str, str] = {}
     for release in sorted(stubs, key=_version):
         if _version(release) <= _version(target):
             continue
         for name in sorted(_stub_symbols(stubs[release]) - seen):
-            if not name.startswith("_"):
-                added[name] = release
+            added[name] = release
             seen.add(name)
     return added
 
