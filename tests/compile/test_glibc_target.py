@@ -181,3 +181,12 @@ def test_a_function_newer_than_glibc_2_27_is_one_clear_error(
     assert "fix: use what glibc 2.27 offers instead of close_range" in result.output
     assert "--host-glibc" in result.output
     assert not (tmp_path / "out" / name).exists()
+
+
+def test_host_glibc_is_a_local_build_option() -> None:
+    """With Nix, the flake's hostGlibc = true says the same; the error names both."""
+    result = CliRunner().invoke(main, ["build", str(PROBE), "--host-glibc"])
+    assert result.exit_code == 2, result.output
+    assert "--host-glibc applies to --local builds" in result.output
+    assert "hostGlibc = true in flake.nix" in result.output
+    assert "Traceback" not in result.output
