@@ -47,12 +47,12 @@
 let
   wheels = import ./wheels.nix { inherit kernelnixSrc; };
   glibc = import ./glibc.nix { inherit kernelnixSrc wheels; };
-  # Compiled Linux variants build against the glibc target, unless hostGlibc.
-  usesTarget =
-    variant: !hostGlibc && variant.kind != "noarch" && builtins.match ".*-linux" variant.system != null;
-  # Publishable: what the target (or no compiler at all) makes, not a darwin build.
+  # Publishable: what the glibc target (or no compiler at all) makes, not a darwin
+  # build nor one against this machine's glibc (hostGlibc).
   publishable =
     variant: !hostGlibc && (variant.kind == "noarch" || builtins.match ".*-linux" variant.system != null);
+  # The compiled ones of those build against the glibc target.
+  usesTarget = variant: publishable variant && variant.kind != "noarch";
   recordFile = path + "/kernelnix-host.json";
   schemaVersions = builtins.fromJSON (builtins.readFile ../../../kernelnix/data/schema-versions.json);
   regenerate = "run `kernelnix generate` to record this machine's toolchain";
