@@ -3,7 +3,9 @@ against a baseline timed in the same run, with its target and PASS or MISS.
 
     benchmarks/run [--quick] [--only NAME]... [--json FILE]
 
-Names: plan, config, nix, rebuild, compile, checks, cuda, wheels, glibc, incremental, scaling.
+Names: plan, config, nix, rebuild, compile, checks, cuda, wheels, glibc, incremental, scaling,
+and the heavy ones, run only when named with --only: conformance (hours: every
+kernels-community CUDA kernel built, checked and imported; docs/conformance.md).
 A full run takes 15 to 30 minutes on two cores without incremental and scaling, which
 build with Nix for about 5 and 20 more (nix builds the largest example three times from
 scratch, and bench_checks compiles its CUDA libraries on first use); --quick takes
@@ -66,7 +68,19 @@ BENCHMARKS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         {"counts": (1, 2, 4, 8), "max_jobs": (1, 2)},
         {"counts": (1, 2), "max_jobs": (1, 2)},
     ),
+    "conformance": (
+        "bench_conformance: every kernels-community CUDA kernel built, checked, imported",
+        {},
+        {},
+    ),
 }
+# Run only when named with --only, never by a plain or --quick run: hours of builds.
+HEAVY = {"conformance"}
+
+
+def selected(only: list[str] | None) -> list[str]:
+    """The benchmarks a run measures: those named, else every one but the heavy ones."""
+    return only or [name for name in BENCHMARKS if name not in HEAVY]
 
 
 def machine() -> str:
@@ -80,14 +94,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="benchmarks/run", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs of each benchmark")
     parser.add_argument(
-        "--only", action="append", choices=list(BENCHMARKS), help="run only NAME (repeatable)"
+        "--only",
+        action="append",
+        choices=list(BENCHMARKS),
+        help=f"run only NAME (repeatable); {', '.join(sorted(HEAVY))} only this way",
     )
     parser.add_argument("--json", type=Path, help="also write the figures to FILE as JSON")
     args = parser.parse_args()
     print(f"kernelnix benchmarks, {machine()}{', --quick' if args.quick else ''}", flush=True)
     figures: list[Figure] = []
     failed: list[str] = []
-    for name in args.only or list(BENCHMARKS):
+    for name in selected(args.only):
         title, full, quick = BENCHMARKS[name]
         print(f"\n== {title}", flush=True)
         try:
