@@ -324,6 +324,21 @@ def test_a_failed_build_leaves_nothing(tmp_path: Path) -> None:
     assert list(out.iterdir()) == []
 
 
+def test_the_kernels_csrc_is_on_every_sources_include_path(tmp_path: Path) -> None:
+    """As in kernel-builder's extension target: a binding includes a header of csrc/
+    by its bare name (kernels-community's megablocks: "cumsum.h")."""
+    kernel = tmp_path / "relu"
+    shutil.copytree(EXAMPLES / "relu", kernel, ignore=shutil.ignore_patterns("build"))
+    (kernel / "csrc").mkdir()
+    (kernel / "torch-ext" / "torch_binding.h").rename(kernel / "csrc" / "torch_binding.h")
+    config = kernel / "build.toml"
+    config.write_text(
+        config.read_text().replace('"torch-ext/torch_binding.h"', '"csrc/torch_binding.h"')
+    )
+    built = build_variant(plan_here(kernel), SYSTEM, CPU, kernel, tmp_path / "out", jobs=2)
+    assert any(built.glob("*.abi3.so"))
+
+
 def test_variants_this_machine_cannot_build_say_why(tmp_path: Path) -> None:
     plan = plan_here(EXAMPLES / "relu")
     with pytest.raises(UserError) as caught:

@@ -89,6 +89,12 @@ function(kernelnix_torch_target ops_id backend stable_abi_hex)
   target_include_directories(kernelnix_torch SYSTEM INTERFACE
     ${includes} "${TORCH_PYTHON_INCLUDE}")
   target_include_directories(kernelnix_torch INTERFACE "${CMAKE_CURRENT_SOURCE_DIR}/include")
+  # The kernel's csrc/, on the include path of every source as in kernel-builder's
+  # extension target: a binding includes its kernels' headers by bare name
+  # (megablocks' "cumsum.h" is csrc/cumsum.h).
+  if(IS_DIRECTORY "${KERNEL_SOURCE_DIR}/csrc")
+    target_include_directories(kernelnix_torch INTERFACE "${KERNEL_SOURCE_DIR}/csrc")
+  endif()
   set(defines_cpu CPU_KERNEL)
   set(defines_cuda CUDA_KERNEL USE_CUDA=1)
   set(defines_rocm ROCM_KERNEL USE_ROCM=1)
