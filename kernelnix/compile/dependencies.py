@@ -33,6 +33,11 @@ class ResolvedDependency:
     include: Path
     version: Version
     source: str  # how it was found, for messages: "KERNELNIX_DEP_CUTLASS_3_8", "nvidia-cutlass"
+    extra: tuple[Path, ...] = ()  # its extra include directories that exist, after it
+
+    @property
+    def includes(self) -> list[Path]:
+        return [self.include, *self.extra]
 
 
 def environment_variable(key: str) -> str:
@@ -125,7 +130,12 @@ def resolve_dependency(key: str) -> ResolvedDependency:
                 key=variable,
                 fix=_how_to_provide(dependency),
             )
-        return ResolvedDependency(key, include, found, source)
+        extra = tuple(
+            path
+            for path in (Path(os.path.normpath(include / e)) for e in dependency.extra_includes)
+            if path.is_dir()
+        )
+        return ResolvedDependency(key, include, found, source, extra)
     raise UserError.single(
         f"dependency {dependency.describe()} was not found: {variable} is not set and "
         f"{sys.executable} has no {dependency.wheel or dependency.python_package} package",
@@ -135,7 +145,8 @@ def resolve_dependency(key: str) -> ResolvedDependency:
 
 
 def dependency_definitions(plan: Plan, variant: PlanVariant) -> list[str]:
-    """`-DKERNELNIX_DEP_<key>=<include>` for each dependency the variant's kernels need."""
+    """`-DKERNELNIX_DEP_<key>=<include>[;<extra include>...]` for each dependency the
+    variant's kernels need (a CMake list: the include directory, then its extra ones)."""
     definitions = []
     for key in needed_dependencies(plan, variant):
         resolved = resolve_dependency(key)
@@ -144,8 +155,9 @@ def dependency_definitions(plan: Plan, variant: PlanVariant) -> list[str]:
         note = "" if resolved.version == pinned else f"; kernel-builder pins {pinned}"
         print(
             f"dependency {key}: {dependency.name} {resolved.version} at "
-            f"{resolved.include} ({resolved.source}{note})",
+            f"{resolved.include} ({resolved.source}{note})"
+            + "".join(f", and {extra}" for extra in resolved.extra),
             flush=True,
         )
-        definitions.append(f"-DKERNELNIX_DEP_{key}={resolved.include}")
+        definitions.append(f"-DKERNELNIX_DEP_{key}={';'.join(map(str, resolved.includes))}")
     return definitions

@@ -27,6 +27,10 @@ class HeaderDependency:
     python_package: str | None  # cutlass_library: where a pip package ships the headers
     python_include: str | None  # source/include, under that package
     wheel: str | None  # nvidia-cutlass: that package on PyPI
+    # Directories relative to the include directory, added after it where they exist:
+    # CUTLASS's ../tools/util/include (cutlass/util/), beside include/ in its source
+    # tree and its pip wheel, inside include/ once CUTLASS is installed.
+    extra_includes: tuple[str, ...] = ()
 
     def describe(self) -> str:
         return f"{self.name} {self.version.major_minor()} (`{self.key}`)"
@@ -44,6 +48,7 @@ def header_dependencies() -> dict[str, HeaderDependency]:
             python_package=entry.get("python-package"),
             python_include=entry.get("python-include"),
             wheel=entry.get("wheel"),
+            extra_includes=tuple(entry.get("extra-includes", ())),
         )
         for key, entry in json.loads(text)["dependencies"].items()
     }

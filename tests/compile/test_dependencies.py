@@ -13,6 +13,7 @@ from paths import EXAMPLES
 
 from kernelnix.cli import main
 from kernelnix.compile.dependencies import (
+    dependency_definitions,
     dependency_locations,
     environment_variable,
     needed_dependencies,
@@ -55,6 +56,30 @@ def test_the_variable_names_the_include_directory(
     resolved = resolve_dependency("cutlass_3_8")
     assert resolved.include == include and str(resolved.version) == "3.8.1"
     assert resolved.source == "KERNELNIX_DEP_CUTLASS_3_8"
+
+
+def test_cutlass_util_headers_come_with_a_source_tree_or_the_wheel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CUTLASS's cutlass/util/ headers (packed_stride.hpp, ...) are in tools/util/include
+    of its source tree and of the nvidia-cutlass wheel, beside include/; an installed
+    CUTLASS, as kernel-builder's, has them under include/. kernels-community's
+    nvfp4-gemm includes cutlass/util/packed_stride.hpp."""
+    include = cutlass_headers(tmp_path / "cutlass" / "include", 4, 0, 0)
+    monkeypatch.setenv("KERNELNIX_DEP_CUTLASS_4_0", str(include))
+    assert resolve_dependency("cutlass_4_0").includes == [include]
+    util = tmp_path / "cutlass" / "tools" / "util" / "include"
+    (util / "cutlass" / "util").mkdir(parents=True)
+    resolved = resolve_dependency("cutlass_4_0")
+    assert resolved.includes == [include, util]
+    plan = build_plan(load_config(EXAMPLES / "cute-scale"), PlanOptions(unique_id="deps1"))
+    variant = plan.variants["x86_64-linux"]["torch214-cxx11-cu130-x86_64-linux"]
+    include_3_8 = cutlass_headers(tmp_path / "c38" / "include", 3, 8, 0)
+    (tmp_path / "c38" / "tools" / "util" / "include").mkdir(parents=True)
+    monkeypatch.setenv("KERNELNIX_DEP_CUTLASS_3_8", str(include_3_8))
+    assert dependency_definitions(plan, variant) == [
+        f"-DKERNELNIX_DEP_cutlass_3_8={include_3_8};{tmp_path / 'c38/tools/util/include'}"
+    ]
 
 
 def test_another_minor_version_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

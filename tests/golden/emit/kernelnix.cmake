@@ -276,20 +276,30 @@ function(kernelnix_component_includes target)
 endfunction()
 
 # A header dependency of a component (build.toml `depends`: CUTLASS, ...): the
-# include directory the build step found for it, KERNELNIX_DEP_<name>
-# (kernelnix.compile.dependencies), after the component's own.
+# include directories the build step found for it, KERNELNIX_DEP_<name>
+# (kernelnix.compile.dependencies: the include directory, then the extra ones that
+# exist, such as CUTLASS's tools/util/include), after the component's own.
 function(kernelnix_component_dependency target name)
-  set(include "${KERNELNIX_DEP_${name}}")
-  if(NOT EXISTS "${include}")
+  set(includes "${KERNELNIX_DEP_${name}}")
+  list(GET includes 0 include)
+  if(NOT include OR NOT EXISTS "${include}")
     message(FATAL_ERROR
       "kernelnix: ${target} depends on ${name}, but no include directory was given for it: "
       "configure with -DKERNELNIX_DEP_${name}=<dir> (kernelnix's build step finds it)")
   endif()
-  target_include_directories(${target} SYSTEM PRIVATE "${include}")
+  target_include_directories(${target} SYSTEM PRIVATE ${includes})
   # A neutral path for the dependency's headers too (kernelnix_neutral_paths).
-  set(map "-ffile-prefix-map=${include}=/kernelnix/${name}")
-  target_compile_options(${target} PRIVATE
-    "$<$<COMPILE_LANGUAGE:C,CXX,HIP>:${map}>" "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=${map}>")
+  set(index 0)
+  foreach(directory IN LISTS includes)
+    set(neutral "/kernelnix/${name}")
+    if(index GREATER 0)
+      set(neutral "${neutral}-${index}")
+    endif()
+    set(map "-ffile-prefix-map=${directory}=${neutral}")
+    target_compile_options(${target} PRIVATE
+      "$<$<COMPILE_LANGUAGE:C,CXX,HIP>:${map}>" "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=${map}>")
+    math(EXPR index "${index} + 1")
+  endforeach()
 endfunction()
 
 # Compile options of some of a component's sources (one language's).
