@@ -23,8 +23,10 @@ kernel). After each kernel, docs/conformance.md is rewritten from the state.
 
 Header dependencies (CUTLASS) are passed as `KERNELNIX_DEP_<NAME>` for every
 `<deps>/cutlass-X.Y.Z/include` (`--deps`, default `<work>/deps`) whose version
-is the one a dependency names; `git archive vX.Y.Z include` of CUTLASS's
-repository gives such a folder.
+is the one a dependency names; `git archive vX.Y.Z include tools/util/include`
+of CUTLASS's repository gives such a folder. Python packages a kernel's
+`python-depends` names (the import check needs them) go on PYTHONPATH, e.g.
+`pip install --target DIR apache-tvm-ffi nvidia-cutlass-dsl einops`.
 
 Run: python benchmarks/bench_conformance.py [--kernel NAME]... [--redo NAME]...
      [--cap-minutes N] [--stop-at HH:MM] [--work DIR]
