@@ -1,15 +1,18 @@
 """The wheels each variant of the host toolchain builds against, and their lock.
 
 A variant builds against its own Torch, not the build Python's: the Torch wheel
-of its build set, the libraries that Torch loads (`nvidia-*` wheels, which
-`import torch` needs in the import check), and for CUDA the toolkit of the
-variant's CUDA version (nvcc, its headers and cudart, as NVIDIA's wheels).
+of its build set with everything it requires, as `pip install torch` gives it
+(the `nvidia-*` libraries Torch loads, Triton for CUDA, its pure-Python
+requirements), and for CUDA the toolkit of the variant's CUDA version (nvcc,
+its headers and cudart, as NVIDIA's wheels).
 `kernelnix lock-wheels` resolves them on PyPI (and the PyTorch index where it
 is reachable) and writes the `host` part of kernelnix/data/wheel-lock.json:
 
     wheels:        file name -> {url, hash (SRI sha256), size}
     environments:  system -> Python tag -> build set key -> {torch, wheels, toolkit}
     missing:       system -> Python tag -> build set key -> why it is not locked
+    noarch:        system -> Python tag -> backend -> the build set a noarch
+                   variant of that backend loads in (noarch_build_sets)
 
 A build set key is `<torch>-<backend>[-<version>]` (`2.13-cuda-13`), the
 same string nix/toolchains/host/wheels.nix forms from a plan variant. A CPU
@@ -48,16 +51,28 @@ from kernelnix.host.hermetic_wheels import (
 from kernelnix.variants.matrix import matrix_data
 from kernelnix.variants.names import build_set_key
 
-# Requirements of Torch that a build or `import torch` needs as wheels: the CUDA
-# libraries. Triton, cuda-bindings and Torch's pure-Python requirements are the
-# build Python's (kernelnix.host.environments says which it lacks).
-LOCKED_PREFIXES = ("nvidia-", "cuda-toolkit")
 # What a CUDA build needs of NVIDIA's `cuda-toolkit` wheel, as its extras.
 TOOLKIT_EXTRAS = ("nvcc", "cudart", "cccl", "crt", "nvvm")
 SUPPORTED_BACKENDS = ("cpu", "cuda")
 HOST_SYSTEMS = {"x86_64-linux": "x86_64"}
 DEFAULT_PYTHON_TAGS = ("cp311", "cp312", "cp313")
 LOCK_COMMAND = "kernelnix lock-wheels"
+
+
+# Python packages Torch's CUDA wheels require and its CPU wheels do not, which
+# `import torch` does not need (tests/host/test_python_wheels.py compares the
+# two builds' metadata).
+CUDA_PYTHON_PACKAGES = ("triton", "cuda-bindings")
+
+
+def every_project(name: str) -> bool:
+    """Follow every requirement: an environment holds what `pip install` gives."""
+    return True
+
+
+def not_cuda_python(name: str) -> bool:
+    """Follow every requirement but CUDA_PYTHON_PACKAGES."""
+    return str(canonicalize_name(name)) not in CUDA_PYTHON_PACKAGES
 
 
 @dataclass(frozen=True)
@@ -94,11 +109,23 @@ class Target:
         except ValueError:
             return False
         return any(
-            tag.interpreter in (self.python, "py3", "py2.py3")
-            and tag.abi in (self.python, "abi3", "none")
+            self._runs(tag.interpreter, tag.abi)
             and (tag.platform == "any" or _linux_platform(tag.platform, self.arch))
             for tag in tags
         )
+
+    def _runs(self, interpreter: str, abi: str) -> bool:
+        """Whether an interpreter and ABI tag pair runs on this Python: its own,
+        pure Python, or a stable-ABI wheel (`cp36-abi3`) of an older CPython."""
+        if abi == "abi3":
+            return interpreter.startswith("cp") and _cpython(interpreter) <= _cpython(self.python)
+        return interpreter in (self.python, "py3", "py2.py3") and abi in (self.python, "none")
+
+
+def _cpython(tag: str) -> tuple[int, int]:
+    """`cp311` -> (3, 11)."""
+    digits = tag.removeprefix("cp")
+    return (int(digits[0]), int(digits[1:] or 0)) if digits.isdigit() else (0, 0)
 
 
 def _linux_platform(platform: str, arch: str) -> bool:
@@ -126,7 +153,7 @@ class Resolver:
         return read_index(self.pypi.replace("{name}", str(canonicalize_name(name))))
 
     def metadata(self, file: IndexFile) -> list[str]:
-        return _requires_dist(file.url)
+        return requires_dist(file.url)
 
     def best(self, name: str, specifier: SpecifierSet, target: Target) -> IndexFile | None:
         """The newest wheel of `name` that `specifier` allows and `target` installs."""
@@ -140,15 +167,22 @@ class Resolver:
                 continue
             if specifier.contains(version, prereleases=True):
                 found.append((version, file))
-        return max(found, key=lambda item: item[0])[1] if found else None
+        # A final release over a newer pre-release, unless only pre-releases match.
+        return (
+            max(found, key=lambda item: (not item[0].is_prerelease, item[0]))[1] if found else None
+        )
 
     def closure(
-        self, roots: Iterable[Requirement], target: Target, chosen: dict[str, str]
+        self,
+        roots: Iterable[Requirement],
+        target: Target,
+        chosen: dict[str, str],
+        follows: Callable[[str], bool] = every_project,
     ) -> list[str] | str:
-        """The wheels of `roots` and of what they require (only the locked kinds),
-        one version per project: those already `chosen` (name -> file name) stay
-        when they satisfy a later requirement. The new file names in the order
-        found, or the reason one cannot be found."""
+        """The wheels of `roots` and of what they require (the projects `follows`
+        accepts), one version per project: those already `chosen` (name -> file
+        name) stay when they satisfy a later requirement. The new file names in
+        the order found, or the reason one cannot be found."""
         added: list[str] = []
         pending = list(roots)
         while pending:
@@ -161,7 +195,7 @@ class Resolver:
                 if requirement.extras:
                     # Extras asked for now (cuda-toolkit[nvcc]) add requirements.
                     lines = self.metadata(self.files[chosen[name]])
-                    pending.extend(self.locked_requirements(lines, target, requirement.extras))
+                    pending.extend(self.requirements(lines, target, requirement.extras, follows))
                 continue
             file = self.best(requirement.name, requirement.specifier, target)
             if file is None:
@@ -170,18 +204,22 @@ class Resolver:
             chosen[name] = file.filename
             added.append(file.filename)
             pending.extend(
-                self.locked_requirements(self.metadata(file), target, requirement.extras)
+                self.requirements(self.metadata(file), target, requirement.extras, follows)
             )
         return added
 
-    def locked_requirements(
-        self, lines: Iterable[str], target: Target, extras: Iterable[str] = ()
+    def requirements(
+        self,
+        lines: Iterable[str],
+        target: Target,
+        extras: Iterable[str] = (),
+        follows: Callable[[str], bool] = every_project,
     ) -> list[Requirement]:
-        """The requirements among `lines` that apply to `target` and are locked."""
+        """The requirements among `lines` that apply to `target` and that `follows` accepts."""
         chosen = []
         for line in lines:
             requirement = Requirement(line)
-            if not requirement.name.startswith(LOCKED_PREFIXES):
+            if not follows(requirement.name):
                 continue
             marker = requirement.marker
             if marker is None or any(
@@ -192,7 +230,7 @@ class Resolver:
 
 
 @functools.cache
-def _requires_dist(url: str) -> list[str]:
+def requires_dist(url: str) -> list[str]:
     """The Requires-Dist lines of a wheel's METADATA (read remotely)."""
     with open_wheel(url) as wheel:
         name = next((n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")), None)
@@ -250,7 +288,10 @@ def resolve_build_set(
     built = next(b for b, f in torches if f is file)
     resolver.files[file.filename] = file
     chosen = {"torch": file.filename}
-    requirements = resolver.locked_requirements(resolver.metadata(file), target)
+    # A CPU set on the CUDA wheel: its libraries (`import torch` loads them), not
+    # the Python packages the CPU build lacks.
+    follows = every_project if backend == "cuda" or "+cu" not in built else not_cuda_python
+    requirements = resolver.requirements(resolver.metadata(file), target, follows=follows)
     resolution = Resolution(torch=built, wheels=[file.filename])
     if backend == "cuda":
         # The toolkit first: its pins win over the libraries' looser requirements.
@@ -258,7 +299,7 @@ def resolve_build_set(
         if isinstance(toolkit, str):
             return toolkit
         resolution.toolkit = toolkit
-    libraries = resolver.closure(requirements, target, chosen)
+    libraries = resolver.closure(requirements, target, chosen, follows=follows)
     if isinstance(libraries, str):
         return libraries
     resolution.wheels.extend(libraries)
@@ -326,6 +367,7 @@ def lock_host(
                     "wheels": found.wheels,
                     "toolkit": found.toolkit,
                 }
+    noarch = noarch_build_sets(matrix, environments)
     glibc = lock_glibc_targets(resolver, matrix["glibc-target"], python_tags, log)
     used = {
         name
@@ -343,8 +385,46 @@ def lock_host(
         "wheels": wheels,
         "environments": environments,
         "missing": missing,
+        "noarch": noarch,
         "glibc-target": glibc,
     }
+
+
+# Backends whose noarch variants load in a locked Torch: the build Python's
+# Torch is for the CPU (a CUDA noarch variant's import check would be skipped).
+NOARCH_BACKENDS = ("cuda",)
+
+
+def noarch_build_sets(
+    matrix: dict[str, Any], environments: dict[str, Any]
+) -> dict[str, dict[str, dict[str, str]]]:
+    """system -> Python tag -> backend -> the build set whose environment a noarch
+    variant of that backend is import-checked and tested in: the newest bundled
+    one the lock holds (newest Torch, then newest backend version)."""
+    chosen: dict[str, dict[str, dict[str, str]]] = {}
+    for system, tags in environments.items():
+        for python, sets in tags.items():
+            for backend in NOARCH_BACKENDS:
+                candidates = [
+                    build_set
+                    for build_set in matrix["build-sets"]
+                    if build_set["backend"] == backend
+                    and build_set.get("bundle", False)
+                    and system in build_set["systems"]
+                    and _key(build_set) in sets
+                ]
+                if candidates:
+                    newest = max(candidates, key=_newest_first)
+                    chosen.setdefault(system, {}).setdefault(python, {})[backend] = _key(newest)
+    return chosen
+
+
+def _key(build_set: dict[str, Any]) -> str:
+    return build_set_key(build_set["torch"], build_set["backend"], build_set.get("version"))
+
+
+def _newest_first(build_set: dict[str, Any]) -> tuple[Version, Version]:
+    return (Version(build_set["torch"]), Version(build_set.get("version") or "0"))
 
 
 def lock_glibc_targets(

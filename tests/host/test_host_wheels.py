@@ -6,15 +6,10 @@ CPU sets on the CUDA wheel, and the reason for a build set PyPI lacks."""
 
 from __future__ import annotations
 
-import hashlib
-import http.server
-import io
-import json
-import threading
-import zipfile
 from collections.abc import Iterator
 
 import pytest
+from package_index import serve_index, wheel
 
 from kernelnix.host.host_wheels import lock_host
 from kernelnix.variants.names import build_set_key
@@ -22,29 +17,7 @@ from kernelnix.variants.names import build_set_key
 LINUX = 'platform_system == "Linux"'
 
 
-def wheel(
-    name: str, version: str, tag: str, requires: list[str], files: dict[str, str]
-) -> tuple[str, bytes]:
-    dist = f"{name.replace('-', '_')}-{version}"
-    filename = f"{dist}-{tag}.whl"
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        metadata = [
-            f"Name: {name}",
-            f"Version: {version}",
-            *(f"Requires-Dist: {r}" for r in requires),
-        ]
-        archive.writestr(f"{dist}.dist-info/METADATA", "\n".join(metadata) + "\n")
-        for path, text in files.items():
-            archive.writestr(path, text)
-    return filename, buffer.getvalue()
-
-
 MANYLINUX = "py3-none-manylinux_2_27_x86_64"
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 ZIGLANG_TAG = "py3-none-manylinux_2_12_x86_64.manylinux2010_x86_64.musllinux_1_1_x86_64"
@@ -70,6 +43,10 @@ PACKAGES = {
             {"torch/version.py": "__version__ = '2.13.0+cu130'\ncuda = '13.0'\n"},
         ),
     ],
+    "filelock": [wheel("filelock", "3.20.0", "py3-none-any", [], {"filelock/__init__.py": ""})],
+    "sympy": [wheel("sympy", "1.14.0", "py3-none-any", ["mpmath<1.4,>=1.1.0"], {})],
+    "mpmath": [wheel("mpmath", "1.3.0", "py3-none-any", [], {})],
+    "triton": [wheel("triton", "3.7.1", "cp311-cp311-manylinux_2_27_x86_64", [], {})],
     "cuda-toolkit": [
         wheel(
             "cuda-toolkit",
@@ -101,49 +78,8 @@ PACKAGES = {
 
 @pytest.fixture
 def index() -> Iterator[str]:
-    files = {name: data for wheels in PACKAGES.values() for name, data in wheels}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_HEAD(self) -> None:
-            self.do_GET(head=True)
-
-        def do_GET(self, head: bool = False) -> None:
-            parts = self.path.strip("/").split("/")
-            if parts[0] == "simple":
-                project = PACKAGES.get(parts[1], [])
-                listed = [
-                    {"filename": n, "url": f"/files/{n}", "hashes": {"sha256": sha256(d)}}
-                    for n, d in project
-                ]
-                page = {"meta": {"api-version": "1.0"}, "name": parts[1], "files": listed}
-                body = json.dumps(page).encode()
-                status, headers = 200, {"Content-Type": "application/vnd.pypi.simple.v1+json"}
-            else:
-                data = files[parts[1]]
-                start, end = 0, len(data) - 1
-                if "Range" in self.headers:
-                    first, last = self.headers["Range"].removeprefix("bytes=").split("-")
-                    start, end = int(first), min(int(last), len(data) - 1)
-                body, status, headers = (
-                    data[start : end + 1],
-                    206 if "Range" in self.headers else 200,
-                    {},
-                )
-            self.send_response(status)
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(files[parts[1]]) if head else len(body)))
-            self.end_headers()
-            if not head:
-                self.wfile.write(body)
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/simple/{{name}}/"
-    server.shutdown()
+    with serve_index(PACKAGES) as url:
+        yield url
 
 
 MATRIX = {
@@ -151,7 +87,13 @@ MATRIX = {
     "glibc-target": {"glibc": "2.27", "ziglang": "0.17.0", "systems": ["x86_64-linux"]},
     "build-sets": [
         {"torch": "2.13", "backend": "cpu", "systems": ["x86_64-linux"]},
-        {"torch": "2.13", "backend": "cuda", "version": "13.0", "systems": ["x86_64-linux"]},
+        {
+            "torch": "2.13",
+            "backend": "cuda",
+            "version": "13.0",
+            "systems": ["x86_64-linux"],
+            "bundle": True,
+        },
         {"torch": "2.13", "backend": "cuda", "version": "12.6", "systems": ["x86_64-linux"]},
         {"torch": "2.13", "backend": "rocm", "version": "7.1", "systems": ["x86_64-linux"]},
     ],
@@ -167,18 +109,25 @@ def test_lock_host_resolves_each_build_set(index: str) -> None:
     runtime = f"nvidia_cuda_runtime-13.0.96-{MANYLINUX}.whl"
     toolkit = "cuda_toolkit-13.0.3.0-py2.py3-none-any.whl"
     nvcc = f"nvidia_cuda_nvcc-13.0.88-{MANYLINUX}.whl"
-    # A CPU set on the CUDA wheel of the release: Torch and what it loads.
-    assert sets["2.13-cpu"] == {
-        "torch": "2.13.0+cu130",
-        "wheels": [torch, toolkit, cudnn, cublas, runtime],
-        "toolkit": [],
+    python = {
+        "filelock-3.20.0-py3-none-any.whl",
+        "sympy-1.14.0-py3-none-any.whl",
+        "mpmath-1.3.0-py3-none-any.whl",  # what sympy requires
     }
-    # A CUDA set: the toolkit's pins first, then the libraries; no triton, no Windows-only.
-    assert sets["2.13-cuda-13"] == {
-        "torch": "2.13.0+cu130",
-        "wheels": [torch, cudnn, cublas],
-        "toolkit": [toolkit, runtime, nvcc],
-    }
+    triton = "triton-3.7.1-cp311-cp311-manylinux_2_27_x86_64.whl"
+    # A CPU set on the CUDA wheel of the release: Torch, what it loads and its
+    # Python requirements, without the CUDA build's Python packages (triton).
+    cpu = sets["2.13-cpu"]
+    assert (cpu["torch"], cpu["wheels"][0], cpu["toolkit"]) == ("2.13.0+cu130", torch, [])
+    assert set(cpu["wheels"]) == {torch, toolkit, cudnn, cublas, runtime, *python}
+    # A CUDA set: the toolkit's pins first, then what Torch requires, triton
+    # included; nothing Windows-only.
+    cuda = sets["2.13-cuda-13"]
+    assert (cuda["torch"], cuda["wheels"][0]) == ("2.13.0+cu130", torch)
+    assert set(cuda["wheels"]) == {torch, cudnn, cublas, triton, *python}
+    assert cuda["toolkit"] == [toolkit, runtime, nvcc]
+    # A noarch CUDA variant loads in the newest bundled CUDA set.
+    assert lock["noarch"] == {"x86_64-linux": {"cp311": {"cuda": "2.13-cuda-13"}}}
     assert "2.13-rocm-7.1" not in sets
     reason = lock["missing"]["x86_64-linux"]["cp311"]["2.13-cuda-12.6"]
     assert reason.startswith("torch 2.13.0+cu126 (cp311) is not locked: PyPI serves cu130")
