@@ -4,11 +4,12 @@
 -> text): `CMakeLists.txt` with the variant's data, read from the plan alone
 (its flags are resolved there, see kernelnix.plan.flags), the static helpers
 `kernelnix.cmake` and `probe_torch.py`, and the generated `include/registration.h`
-and `_ops.py`. The project compiles the framework's binding sources and each
-kernel of the variant as its own object library (a kernel's flags reach only
-its own sources), links them into `<ops-id>.abi3.so` and installs the variant
-directory. Every build.toml value is checked by `kernelnix.emit.escape` first,
-so an unsafe one is reported with its key path, never rendered.
+(also as `torch-ext/registration.h`, where kernel-builder puts it) and `_ops.py`.
+The project compiles the framework's binding sources and each kernel of the
+variant as its own object library (a kernel's flags reach only its own sources),
+links them into `<ops-id>.abi3.so` and installs the variant directory. Every
+build.toml value is checked by `kernelnix.emit.escape` first, so an unsafe one
+is reported with its key path, never rendered.
 """
 
 from __future__ import annotations
@@ -201,11 +202,17 @@ def cmake_project(plan: Plan, system: str, name: str) -> dict[str, str]:
         "package_dir": plan.package_dir,
         "pyext": plan.pyext,
     }
+    registration = render("torch/registration.h.j2", {})
     return {
         "CMakeLists.txt": render("cmake/CMakeLists.txt.j2", context),
         "kernelnix.cmake": render("cmake/kernelnix.cmake", {}),
         "probe_torch.py": PROBE_SCRIPT.read_text(),
-        "include/registration.h": render("torch/registration.h.j2", {}),
+        "include/registration.h": registration,
+        # kernel-builder writes registration.h into the kernel's torch-ext/, and a
+        # source one folder down includes it as "../torch-ext/registration.h"
+        # (flash-attn3's flash-attn/flash_api_stable.cpp): through include/, the
+        # include path, that name finds this copy.
+        "torch-ext/registration.h": registration,
         "_ops.py": ops_py(variant.ops_id),
     }
 

@@ -339,6 +339,28 @@ def test_the_kernels_csrc_is_on_every_sources_include_path(tmp_path: Path) -> No
     assert any(built.glob("*.abi3.so"))
 
 
+def test_a_source_below_the_root_finds_registration_h_in_torch_ext(tmp_path: Path) -> None:
+    """kernel-builder writes registration.h into torch-ext/; a binding one folder
+    down includes "../torch-ext/registration.h" (kernels-community's flash-attn3)."""
+    kernel = tmp_path / "relu"
+    shutil.copytree(EXAMPLES / "relu", kernel, ignore=shutil.ignore_patterns("build"))
+    (kernel / "binding").mkdir()
+    text = (kernel / "torch-ext" / "torch_binding.cpp").read_text()
+    (kernel / "binding" / "torch_binding.cpp").write_text(
+        text.replace('"registration.h"', '"../torch-ext/registration.h"').replace(
+            '"torch_binding.h"', '"../torch-ext/torch_binding.h"'
+        )
+    )
+    (kernel / "torch-ext" / "torch_binding.cpp").unlink()
+    config = kernel / "build.toml"
+    config.write_text(
+        config.read_text().replace('"torch-ext/torch_binding.cpp"', '"binding/torch_binding.cpp"')
+    )
+    built = build_variant(plan_here(kernel), SYSTEM, CPU, kernel, tmp_path / "out", jobs=2)
+    assert any(built.glob("*.abi3.so"))
+    assert not (kernel / "torch-ext" / "registration.h").exists()
+
+
 def test_variants_this_machine_cannot_build_say_why(tmp_path: Path) -> None:
     plan = plan_here(EXAMPLES / "relu")
     with pytest.raises(UserError) as caught:

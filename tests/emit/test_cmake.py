@@ -123,6 +123,7 @@ def test_cmake_project_golden(example: str, variant: str, golden_name: str, gold
 def test_static_project_files_golden(golden: Any) -> None:
     files = cmake_project(plan_of("relu"), SYSTEM, "torch213-cxx11-cpu-x86_64-linux")
     golden("emit/registration.h", files["include/registration.h"])
+    assert files["torch-ext/registration.h"] == files["include/registration.h"]
     golden("emit/kernelnix.cmake", files["kernelnix.cmake"])
     assert files["probe_torch.py"].startswith('"""Where Torch is')
 
