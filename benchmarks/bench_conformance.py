@@ -197,6 +197,12 @@ def first_error(log: str) -> str:
     return ""
 
 
+def build_steps(log: str) -> str:
+    """How far Ninja got, from its last `[done/total]` line: ', 12 of 405 build steps'."""
+    steps = re.findall(r"^\[(\d+)/(\d+)\]", log, re.MULTILINE)
+    return f", {steps[-1][0]} of {steps[-1][1]} build steps done" if steps else ""
+
+
 def classify(log: str, error: str) -> tuple[str, str]:
     """(whose, reason) of a failed build, from its first error and its log; a guess
     that REVIEWED overrides once a person has read the log."""
@@ -395,7 +401,7 @@ def build_one(kernel: str, work: Path, cap: float, deadline: float | None, deps:
             f"stopped at {seconds / 60:.0f} min (session ended)"
             if stopped
             else f"timeout at {seconds / 60:.0f} min (cap {cap / 60:.0f} min)"
-        )
+        ) + build_steps(text)
         return outcome
     imported = re.search(rf"^{re.escape(variant)}  \[.*\bimport\b.*\]$", text, re.MULTILINE)
     if status == 0 and imported and re.search(rf"^ok\s+{re.escape(variant)}:", text, re.MULTILINE):

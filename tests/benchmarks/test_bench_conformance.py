@@ -34,6 +34,12 @@ def test_first_error_skips_flags_and_echoed_commands() -> None:
     assert conformance.first_error("all fine\n") == ""
 
 
+def test_build_steps_reads_ninjas_last_count() -> None:
+    log = "[1/405] Building CUDA object a.cu.o\n[12/405] Building CUDA object b.cu.o\nx\n"
+    assert conformance.build_steps(log) == ", 12 of 405 build steps done"
+    assert conformance.build_steps("configuring\n") == ""
+
+
 def test_classify_names_what_this_machine_lacks() -> None:
     error = "nvcc fatal   : Unsupported gpu architecture 'compute_100f'"
     assert conformance.classify("", error)[0] == conformance.MACHINE
