@@ -186,15 +186,28 @@ _ERROR = re.compile(
 _NOISE = re.compile(r"-Werror|error_|errors?\.(h|hpp|cpp|cuh)|Werror=|error-limit", re.IGNORECASE)
 
 
+# A violation in the post-build checks' report (`    [import] ...`; notes say `note [`).
+_VIOLATION = re.compile(r"^\s+\[[a-z][\w-]*\] ")
+
+
 def first_error(log: str) -> str:
-    """The first line of `log` that reports an error, trimmed; '' when none does."""
-    for line in log.splitlines():
+    """The first line of `log` that reports an error, trimmed; '' when none does. A
+    failed check is named by its first violation rather than by the summary line."""
+    lines = log.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith("FAIL  "):
+            violations = [v.strip() for v in lines[:index] if _VIOLATION.match(v)]
+            return _trimmed(violations[0] if violations else line)
         if _ERROR.search(line) and not _NOISE.search(_ERROR.sub("", line, count=1)):
-            text = line.strip()
-            if text.startswith("+ "):  # an echoed command naming an error flag
+            if line.startswith("+ "):  # an echoed command naming an error flag
                 continue
-            return text if len(text) <= 400 else text[:397] + "..."
+            return _trimmed(line)
     return ""
+
+
+def _trimmed(line: str) -> str:
+    text = line.strip()
+    return text if len(text) <= 400 else text[:397] + "..."
 
 
 def build_steps(log: str) -> str:

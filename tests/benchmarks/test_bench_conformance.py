@@ -34,6 +34,22 @@ def test_first_error_skips_flags_and_echoed_commands() -> None:
     assert conformance.first_error("all fine\n") == ""
 
 
+def test_a_failed_check_is_named_by_its_first_violation() -> None:
+    log = "\n".join(
+        [
+            "torch214-cxx11-cu130-x86_64-linux  [policy kernel, import]",
+            "  (variant)",
+            "    [import] kernels.get_local_kernel: import failed: No module named 'triton'",
+            "  a.py",
+            "    note [python-import] line 1: numpy: optional dependency",
+            "FAIL  torch214-cxx11-cu130-x86_64-linux: 1 violation in 1 file (import 1)",
+        ]
+    )
+    assert conformance.first_error(log) == (
+        "[import] kernels.get_local_kernel: import failed: No module named 'triton'"
+    )
+
+
 def test_build_steps_reads_ninjas_last_count() -> None:
     log = "[1/405] Building CUDA object a.cu.o\n[12/405] Building CUDA object b.cu.o\nx\n"
     assert conformance.build_steps(log) == ", 12 of 405 build steps done"
