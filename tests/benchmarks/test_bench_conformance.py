@@ -7,6 +7,7 @@ import datetime
 import sys
 from pathlib import Path
 
+import pytest
 from paths import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -130,3 +131,17 @@ def test_the_runner_runs_conformance_only_when_named() -> None:
     assert "conformance" in runner.BENCHMARKS
     assert "conformance" not in runner.selected(None)
     assert runner.selected(["conformance"]) == ["conformance"]
+
+
+def test_a_reviewed_verdict_applies_while_the_error_is_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(
+        conformance.REVIEWED, "relu", ("No module named 'x'", conformance.KERNELNIX, "why")
+    )
+    failed = Outcome("relu", FAIL, 1.0, error="[import] No module named 'x'", reason="guess")
+    text = conformance.render_table(KERNELS[:1], {"relu": failed}, "snap")
+    assert "| kernelnix: why |" in text
+    failed.error = "another error"
+    text = conformance.render_table(KERNELS[:1], {"relu": failed}, "snap")
+    assert "| guess |" in text
