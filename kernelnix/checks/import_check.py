@@ -20,12 +20,13 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kernelnix.checks.context import IMPORT_TIMEOUT, VariantContext
 from kernelnix.checks.report import VARIANT_FILE, Violation
+from kernelnix.plan.metadata import python_packages
 
 RESULT_MARKER = "KERNELNIX_IMPORT_RESULT "
 
@@ -61,7 +62,7 @@ if not line:
 if early is not None:
     report(**early)
     sys.exit(0)
-repo, variant, variant_dir = json.loads(line)
+repo, variant, variant_dir, packages = json.loads(line)
 repo, variant_dir = Path(repo), Path(variant_dir)
 # A CPU variant loads in any Torch when asked for by backend, as users of a
 # CUDA Torch ask for it: kernelnix builds CPU variants against CUDA wheels too.
@@ -89,8 +90,16 @@ try:
     module = get_local_kernel(repo, backend=backend)
 except BaseException as exc:
     notes = "".join("\n" + n for n in getattr(exc, "__notes__", []))
+    # The releases it failed with: a python-depends' API changes between them.
+    from importlib.metadata import version
+    versions = {}
+    for name in ["torch", *packages]:
+        try:
+            versions[name] = version(name)
+        except Exception:
+            pass
     report(status="failed", error=f"{type(exc).__name__}: {exc}{notes}",
-           traceback=traceback.format_exc())
+           traceback=traceback.format_exc(), versions=versions)
     sys.exit(0)
 report(status="ok", module=getattr(module, "__name__", None))
 """
@@ -132,7 +141,9 @@ def imports_through_kernels(ctx: VariantContext) -> Iterable[Violation]:
 
 def _failure_text(result: dict[str, Any]) -> str:
     if result.get("status") == "failed":
-        return f"import failed: {result.get('error')}"
+        versions = result.get("versions") or {}
+        releases = ", ".join(f"{name} {release}" for name, release in versions.items())
+        return f"import failed: {result.get('error')}" + (f" (with {releases})" if releases else "")
     return f"the import did not complete: {result.get('error')}"
 
 
@@ -186,12 +197,14 @@ class ImportChild:
             self._process.communicate()
         self._temp.cleanup()
 
-    def load(self, variant_dir: Path) -> dict[str, Any]:
-        """Load `variant_dir` through the loader; the result dict always has `status`."""
+    def load(self, variant_dir: Path, packages: Sequence[str] = ()) -> dict[str, Any]:
+        """Load `variant_dir` through the loader; the result dict always has `status`.
+        A failure names the releases of Torch and of `packages` (pip names) it had."""
         if self._process is None:
             return {"status": "no-loader", "python": self.python, "error": str(self._start_error)}
         repo = _staging_repo(self.work, variant_dir)
-        request = json.dumps([str(repo), variant_dir.name, str(variant_dir.resolve())]) + "\n"
+        fields = [str(repo), variant_dir.name, str(variant_dir.resolve()), list(packages)]
+        request = json.dumps(fields) + "\n"
         try:
             stdout, stderr = self._process.communicate(request, timeout=self.timeout)
         except subprocess.TimeoutExpired:
@@ -213,11 +226,12 @@ class ImportChild:
 def run_import(ctx: VariantContext) -> dict[str, Any]:
     """Load the variant in the caller's child interpreter (CheckOptions.import_child),
     else in one started now."""
+    packages = [p.pip for p in python_packages(ctx.python_depends, ctx.backend or "")]
     if ctx.options.import_child is not None:
-        return ctx.options.import_child.load(ctx.variant_dir)
+        return ctx.options.import_child.load(ctx.variant_dir, packages)
     options = ctx.options
     with ImportChild(options.python or sys.executable, options.import_timeout) as child:
-        return child.load(ctx.variant_dir)
+        return child.load(ctx.variant_dir, packages)
 
 
 def _staging_repo(temp: Path, variant_dir: Path) -> Path:

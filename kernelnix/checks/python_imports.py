@@ -2,9 +2,10 @@
 
 The loader imports the kernel's package (`__init__.py`) and, through it, every
 module that package imports at load time, transitively. An absolute import run
-then must resolve wherever the kernel is installed: the standard library, torch
-(and what torch brings for the backend) or a declared python-depends; anything
-else is a violation. Imports that run only later are optional code paths, as the
+then must resolve wherever the kernel is installed: the standard library,
+torch, what that Torch and the `kernels` loader require (kernelnix.checks.tables:
+derived from the locked wheels' metadata), or a declared python-depends;
+anything else is a violation. Imports that run only later are optional code paths, as the
 Hub's kernels use them (kernels-community's einops imports numpy, jax,
 tensorflow, paddle, ... only for tensors of those frameworks), and get a note:
 inside a function, under `if TYPE_CHECKING:`, in a `try` whose handler catches
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kernelnix.checks.report import Violation
 
@@ -35,6 +36,10 @@ NOT_LOADED = "by a module the kernel does not import when it loads"
 class ImportRules:
     own_names: frozenset[str]
     allowed: frozenset[str]
+    # What the kernel loads in (`Torch 2.14.1+cu130 or by the kernels 0.17.2 loader`),
+    # and modules other Torch builds bring -> which: both for the messages.
+    environment: str = "Torch or by the kernels loader"
+    elsewhere: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -174,7 +179,7 @@ def import_violations(
                 yield _own_import(relative, node, module)
             elif top not in rules.allowed:
                 deferred = found.deferred or (None if loaded else NOT_LOADED)
-                yield _outside_import(relative, node, module, deferred)
+                yield _outside_import(relative, node, module, deferred, rules)
 
 
 def _own_import(relative: str, node: ast.stmt, module: str) -> Violation:
@@ -190,10 +195,7 @@ def _own_import(relative: str, node: ast.stmt, module: str) -> Violation:
     )
 
 
-LOAD_TIME_IMPORT = (
-    "not in the standard library, torch or the kernel's python-depends, "
-    "imported when the kernel loads"
-)
+LOAD_TIME_IMPORT = "imported when the kernel loads"
 # How many other places a merged violation lists.
 LISTED_PLACES = 5
 
@@ -203,7 +205,7 @@ def merge_load_time_imports(violations: list[Violation]) -> list[Violation]:
     (a package the build lacks is one problem, not one per file), at its first place."""
     groups: dict[str, list[Violation]] = {}
     for violation in violations:
-        if violation.rule == "python-import" and violation.found == LOAD_TIME_IMPORT:
+        if violation.rule == "python-import" and violation.found.startswith(LOAD_TIME_IMPORT):
             groups.setdefault(violation.subject.split(".")[0], []).append(violation)
     several = [group for group in groups.values() if len(group) > 1]
     firsts = {id(group[0]): _merged(group) for group in several}
@@ -217,20 +219,29 @@ def _merged(group: list[Violation]) -> Violation:
     return replace(
         group[0],
         subject=group[0].subject.split(".")[0],
-        found=f"{LOAD_TIME_IMPORT}; also imported at {', '.join(others[:LISTED_PLACES])}"
+        found=f"{group[0].found}; also imported at {', '.join(others[:LISTED_PLACES])}"
         + (f" and {more} more places" if more > 0 else ""),
     )
 
 
-def _outside_import(relative: str, node: ast.stmt, module: str, deferred: str | None) -> Violation:
+def _outside_import(
+    relative: str, node: ast.stmt, module: str, deferred: str | None, rules: ImportRules
+) -> Violation:
     if deferred is None:
+        top = module.split(".")[0]
+        found = (
+            f"{LOAD_TIME_IMPORT}, but it is not in the standard library, not required by "
+            f"{rules.environment}, and not among the kernel's python-depends"
+        )
+        if top in rules.elsewhere:
+            found += f"; it comes with {rules.elsewhere[top]}, not with this variant's Torch"
         return Violation(
             rule="python-import",
             file=relative,
             line=node.lineno,
             subject=module,
-            found=LOAD_TIME_IMPORT,
-            limit="standard library, torch, python-depends",
+            found=found,
+            limit="the standard library, torch, what Torch and the loader require, python-depends",
             fix="declare it in build.toml (general.python-depends) if the loader supports "
             "it, import it inside the function that needs it or inside try/except "
             "ImportError, or drop it",

@@ -2,7 +2,7 @@
 
 - imports (kernelnix/checks/python_imports.py): relative within the kernel;
   otherwise, for what runs when the kernel loads, only the standard library,
-  torch (and what torch brings for the backend), and the declared
+  torch, what that Torch and the `kernels` loader require, and the declared
   python-depends. Optional imports (inside functions, guarded by
   `try/except ImportError`, under `if TYPE_CHECKING:`, in modules the kernel
   does not load) get a note.
@@ -27,7 +27,7 @@ from kernelnix.checks.python_imports import (
     module_imports,
 )
 from kernelnix.checks.report import Violation
-from kernelnix.checks.tables import allowed_imports, python_depends_imports
+from kernelnix.checks.tables import load_time_modules, python_depends_imports
 
 # Module-level torch.library functions whose first argument is an op name.
 OP_NAME_FUNCTIONS = frozenset(
@@ -63,7 +63,13 @@ def python_sources(ctx: VariantContext) -> Iterable[Violation]:
                 trees[relative] = tree
     imports = {relative: module_imports(tree) for relative, tree in trees.items()}
     loaded = loaded_modules(imports)
-    rules = ImportRules(own_names=_own_names(ctx), allowed=_allowed_modules(ctx))
+    guaranteed = load_time_modules(ctx.name, ctx.backend)
+    rules = ImportRules(
+        own_names=_own_names(ctx),
+        allowed=_allowed_modules(ctx, guaranteed.modules),
+        environment=guaranteed.environment,
+        elsewhere=guaranteed.elsewhere,
+    )
     found: list[Violation] = []
     for relative, tree in trees.items():
         found += import_violations(relative, imports[relative], rules, relative in loaded)
@@ -78,12 +84,12 @@ def _own_names(ctx: VariantContext) -> frozenset[str]:
     return frozenset(names)
 
 
-def _allowed_modules(ctx: VariantContext) -> frozenset[str]:
+def _allowed_modules(ctx: VariantContext, guaranteed: frozenset[str]) -> frozenset[str]:
     depends = python_depends_imports(ctx.python_depends, ctx.backend)
     return frozenset(
         {
             *sys.stdlib_module_names,
-            *allowed_imports(ctx.backend),
+            *guaranteed,
             *depends,
             *ctx.options.python_depends,
         }

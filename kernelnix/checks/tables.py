@@ -6,12 +6,14 @@ import fnmatch
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from kernelnix.core.version import Version
 from kernelnix.plan.metadata import python_imports
+from kernelnix.variants.names import VariantName, build_set_key
 
 
 def _data_text(name: str) -> str:
@@ -69,10 +71,81 @@ def _python_imports() -> dict[str, Any]:
     return json.loads(_data_text("python-imports.json"))
 
 
-def allowed_imports(backend: str | None) -> frozenset[str]:
-    """Top-level modules allowed besides the standard library and python-depends."""
+# Builds of Torch the lock cannot hold stand in for by its CUDA builds: the ROCm and
+# XPU wheels are on the PyTorch index only, and like the CUDA wheels each requires
+# its Triton (pytorch-triton-rocm, pytorch-triton-xpu); a `universal` variant (an
+# older name) is a Triton kernel for any GPU.
+TORCH_BACKEND_OF = {"universal": "cuda", "rocm": "cuda", "xpu": "cuda"}
+
+
+@dataclass(frozen=True)
+class LoadTimeModules:
+    """What loads with every kernel of a variant, from kernelnix/data/python-imports.json
+    (`kernelnix lock-wheels` derives it from the locked wheels' metadata): torch,
+    the top-level modules of what its Torch requires and of what the loader requires."""
+
+    modules: frozenset[str]
+    environment: str  # `Torch 2.14.1+cu130 or by the kernels 0.17.2 loader`
+    # Modules other builds of Torch bring -> which: for the message of a refused one.
+    elsewhere: dict[str, str]
+
+
+def load_time_modules(name: VariantName | None, backend: str | None) -> LoadTimeModules:
+    """The modules every kernel of the variant `name` (of `backend`) may import at load time."""
     data = _python_imports()
-    return frozenset([*data["torch"], *data["backends"].get(backend or "", [])])
+    loader = data["loader"]
+    loader_modules = {m for modules in loader["requires"].values() for m in modules}
+    entries = _torch_entries(data["torch"], name, backend)
+    torch_modules = (
+        set.intersection(*({m for ms in e["requires"].values() for m in ms} for e in entries))
+        if entries
+        else set()
+    )
+    modules = {"torch", *torch_modules, *loader_modules}
+    torch = _torch_label(entries, backend)
+    backends: dict[str, set[str]] = {}
+    for by_key in data["torch"].values():
+        for key, entry in by_key.items():
+            for module in (m for ms in entry["requires"].values() for m in ms):
+                backends.setdefault(module, set()).add(key.split("-")[1])
+    elsewhere = {
+        module: f"the {' and '.join(sorted(names))} builds of Torch"
+        for module, names in backends.items()
+        if module not in modules
+    }
+    return LoadTimeModules(
+        frozenset(modules), f"{torch} or by the kernels {loader['kernels']} loader", elsewhere
+    )
+
+
+def _torch_entries(
+    by_system: dict[str, Any], name: VariantName | None, backend: str | None
+) -> list[dict[str, Any]]:
+    """The lock's Torch builds a variant loads in: its build set's for a Torch
+    variant, else every locked build of its backend (noarch, stable ABI, tvm-ffi)."""
+    if name is not None and name.kind == "arch" and name.system and name.framework_version:
+        version = str(name.backend_version) if name.backend_version else None
+        key = build_set_key(str(name.framework_version), name.backend, version)
+        found = by_system.get(name.system, {}).get(key)
+        if found is not None:
+            return [found]
+    wanted = TORCH_BACKEND_OF.get(backend or "", backend or "")
+    systems = [name.system] if name is not None and name.system else list(by_system)
+    return [
+        entry
+        for system in systems
+        for key, entry in sorted(by_system.get(system, {}).items())
+        if key.split("-")[1] == wanted
+    ]
+
+
+def _torch_label(entries: list[dict[str, Any]], backend: str | None) -> str:
+    if len(entries) == 1:
+        return f"Torch {entries[0]['torch']}"
+    if entries:
+        releases = sorted({e["torch"].partition("+")[0] for e in entries}, key=Version.parse)
+        return f"the {backend} builds of Torch {releases[0]} to {releases[-1]}"
+    return f"Torch for {backend} (its requirements are not locked)"
 
 
 def python_depends_imports(names: Iterable[str], backend: str | None) -> list[str]:

@@ -10,6 +10,7 @@ import click
 from kernelnix.cli import command
 from kernelnix.host.hermetic_wheels import LOCK_FILE, PYPI_SIMPLE, lock
 from kernelnix.host.host_wheels import DEFAULT_PYTHON_TAGS, lock_host_file
+from kernelnix.host.python_wheels import lock_python_file
 
 
 @command("lock-wheels")
@@ -53,7 +54,10 @@ def lock_wheels(
     python_tags: tuple[str, ...],
 ) -> None:
     """The wheels are named by matrix.json (Torch releases, a flavor per backend,
-    the Python tag); hashes come from the package indexes, which publish them.
+    the Python tag) and by the python-depends the loader accepts
+    (python_dependencies.json); hashes come from the package indexes, which
+    publish them. It also writes kernelnix/data/python-imports.json, what Torch
+    and the loader require, from the locked wheels' metadata.
     Run it in the kernelnix checkout on a machine with network access after
     changing matrix.json, then commit the lock file. Wheels it cannot find are
     listed and the exit code is 1; what it found is written either way.
@@ -73,6 +77,9 @@ def lock_wheels(
     host = lock_host_file(lock_file, pypi, python_tags, log=lambda line: click.echo(line, err=True))
     result.locked.extend(host.locked)
     result.missing.extend(host.missing)
+    result.missing.extend(
+        lock_python_file(lock_file, pypi, python_tags, log=lambda line: click.echo(line, err=True))
+    )
     for name in result.locked:
         click.echo(f"locked {name}")
     click.echo(f"wrote {lock_file} ({len(result.locked)} locked, {len(result.kept)} kept)")

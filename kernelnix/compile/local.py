@@ -22,12 +22,13 @@ from kernelnix.host.environments import (
     environment_variables,
     locked_environment,
     locked_glibc_target,
+    locked_python_depends,
     materialize,
     materialize_glibc_target,
 )
 from kernelnix.host.machine import why_not_buildable
 from kernelnix.host.system import current_system
-from kernelnix.plan.model import PLAN_FILE, Plan
+from kernelnix.plan.model import PLAN_FILE, Plan, PlanVariant
 
 BUILD_DIR = "build"
 WORK_DIR = ".build"
@@ -82,9 +83,9 @@ def build_planned(
             noarch = plan.variants[system][name].kind == "noarch"
             work_dir = None if noarch else out_dir / WORK_DIR / name
             with display.building(name, out_dir / WORK_DIR / f"{name}.log"):
-                environment = locked_environment(plan.variants[system][name])
+                environments = _environments(plan.variants[system][name])
                 target = None if noarch else glibc.assembled()
-                if environment is None:
+                if not environments:
                     built = build_variant(
                         plan,
                         system,
@@ -104,7 +105,8 @@ def build_planned(
                         directory,
                         out_dir,
                         jobs,
-                        environment,
+                        environments,
+                        glibc.wanted,
                         target,
                     )
             result.built.append(built)
@@ -143,6 +145,14 @@ class _PlanFile:
         return self.path
 
 
+def _environments(variant: PlanVariant) -> list[LockedEnvironment]:
+    """The locked environments a variant builds and imports in: its Torch's (a
+    compiled variant of a locked build set) and its python-depends' (any variant)."""
+    torch = locked_environment(variant)
+    depends = locked_python_depends(variant.metadata.python_depends, variant.system)
+    return [found for found in (torch, depends) if found is not None]
+
+
 def _build_in_environment(
     plan_file: Path,
     system: str,
@@ -150,12 +160,15 @@ def _build_in_environment(
     directory: Path,
     out_dir: Path,
     jobs: int | None,
-    environment: LockedEnvironment,
+    environments: list[LockedEnvironment],
+    redistributable: bool,
     glibc_target: Path | None,
 ) -> Path:
     """The build step of one variant in a process whose Torch (and nvcc) are the
-    variant's locked wheels (kernelnix.host.environments), not this Python's."""
-    root = materialize(environment, log=lambda line: print(line, flush=True))
+    variant's locked wheels (kernelnix.host.environments), not this Python's, and
+    whose python-depends are theirs."""
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    roots = [materialize(environment, log=log) for environment in environments]
     work = out_dir / WORK_DIR
     command = [
         sys.executable,
@@ -165,10 +178,12 @@ def _build_in_environment(
         *("--plan", str(plan_file), "--variant", name, "--system", system),
         *("--source", str(directory), "--out", str(out_dir), "--work-dir", str(work / name)),
         *(["--jobs", str(jobs)] if jobs else []),
-        *(["--redistributable", "--glibc-target", str(glibc_target)] if glibc_target else []),
+        *(["--redistributable"] if redistributable else []),
+        *(["--glibc-target", str(glibc_target)] if glibc_target else []),
     ]
-    print(f"+ torch {environment.torch} from {root}", flush=True)
-    done = run_shown(command, env=environment_variables(root, dict(os.environ)))
+    for environment, root in zip(environments, roots, strict=True):
+        print(f"+ {environment.describe()} from {root}", flush=True)
+    done = run_shown(command, env=environment_variables(roots, dict(os.environ)))
     if done.returncode != 0:
         raise BuildError(f"{name}: the build step failed (exit {done.returncode}, see above)")
     return out_dir / name

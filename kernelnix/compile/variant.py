@@ -448,7 +448,9 @@ def require_python_depends(variant: PlanVariant, name: str) -> None:
                     f"has no module {package.module!r} (pip package {package.pip}), which "
                     f"the import check of {name} needs",
                     key="general.python-depends",
-                    fix=f"{sys.executable} -m pip install {package.pip}",
+                    fix="build through `kernelnix build` (its variant environments hold the "
+                    "python-depends of the wheel lock), or install it: "
+                    f"{sys.executable} -m pip install {package.pip}",
                 )
                 for package in missing
             ]

@@ -35,7 +35,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernelnix.core.diagnostics import UserError
+from kernelnix.core.diagnostics import Diagnostic, UserError
 from kernelnix.host import glibc_target
 from kernelnix.host.wheel_tree import TreeError, find_nvcc, merge, unpack
 from kernelnix.variants.names import build_set_key as lock_key
@@ -77,6 +77,10 @@ class LockedEnvironment:
     key: str
     torch: str
     wheels: tuple[LockedWheel, ...]
+
+    def describe(self) -> str:
+        """`torch 2.14.1+cu130`, `python-depends-einops`: for the build's log."""
+        return f"torch {self.torch}" if self.torch else self.key
 
     @property
     def digest(self) -> str:
@@ -121,13 +125,21 @@ def _read_host_lock(path: Path) -> dict[str, Any]:
 def locked_environment(
     variant: BuildSetOf, tag: str | None = None, lock: dict[str, Any] | None = None
 ) -> LockedEnvironment | None:
-    """The locked environment of a compiled variant, or None (noarch, or not locked)."""
-    if variant.kind in ("noarch", "tvm-ffi"):
+    """The locked environment of a compiled variant, or of a noarch one of a backend
+    that loads in a locked Torch (the lock's `noarch` choice: a CUDA noarch
+    variant's import check and tests run in a CUDA Torch); None otherwise."""
+    if variant.kind == "tvm-ffi":
         return None
     lock = host_lock() if lock is None else lock
-    key = build_set_key(variant)
-    tags = lock.get("environments", {}).get(variant.system, {})
-    entry = tags.get(tag or python_tag(), {}).get(key)
+    tag = tag or python_tag()
+    if variant.kind == "noarch":
+        noarch = lock.get("noarch", {}).get(variant.system, {}).get(tag, {})
+        key = noarch.get(variant.backend)
+        if key is None:
+            return None
+    else:
+        key = build_set_key(variant)
+    entry = lock.get("environments", {}).get(variant.system, {}).get(tag, {}).get(key)
     if entry is None:
         return None
     wheels = lock["wheels"]
@@ -136,6 +148,47 @@ def locked_environment(
         key=key,
         torch=entry["torch"],
         wheels=tuple(LockedWheel(n, wheels[n]["url"], wheels[n]["hash"]) for n in names),
+    )
+
+
+PYTHON_DEPENDS_KEY = "python-depends"
+
+
+def locked_python_depends(
+    names: list[str], system: str, tag: str | None = None, lock: dict[str, Any] | None = None
+) -> LockedEnvironment | None:
+    """The wheels of a variant's python-depends `names` and of what they require
+    (kernelnix.host.python_wheels locks them), None without python-depends; a
+    UserError naming each name the lock has no wheels of."""
+    if not names:
+        return None
+    lock = host_lock() if lock is None else lock
+    tag = tag or python_tag()
+    entries = lock.get(PYTHON_DEPENDS_KEY, {}).get(system, {}).get(tag, {})
+    problems = []
+    files: dict[str, None] = {}
+    for name in names:
+        entry = entries.get(name, {})
+        if "wheels" in entry:
+            files.update(dict.fromkeys(entry["wheels"]))
+            continue
+        why = entry.get("missing") or f"the lock has no python-depends for {tag} on {system}"
+        problems.append(
+            Diagnostic(
+                f"python-depends {name!r}: the wheel lock {lock_file()} holds no wheels of it "
+                f"for {tag} on {system}: {why}",
+                key="general.python-depends",
+                fix="run `kernelnix lock-wheels` (with `--python "
+                f"{tag}` if the lock lacks this Python), then build again",
+            )
+        )
+    if problems:
+        raise UserError(problems)
+    wheels = lock["wheels"]
+    return LockedEnvironment(
+        key=f"{PYTHON_DEPENDS_KEY}-{'-'.join(sorted(names))}",
+        torch="",
+        wheels=tuple(LockedWheel(n, wheels[n]["url"], wheels[n]["hash"]) for n in files),
     )
 
 
@@ -367,12 +420,13 @@ def materialize_glibc_target(
     return dest
 
 
-def environment_variables(root: Path, base: dict[str, str]) -> dict[str, str]:
-    """`base` with the environment first on PYTHONPATH and its nvcc first on PATH."""
+def environment_variables(roots: list[Path], base: dict[str, str]) -> dict[str, str]:
+    """`base` with the environments first on PYTHONPATH, in order (Torch's, then the
+    python-depends'), and an nvcc of theirs first on PATH."""
     kernelnix_root = str(Path(__file__).resolve().parents[2])
-    python_path = [str(root), kernelnix_root, *filter(None, [base.get("PYTHONPATH")])]
+    python_path = [*map(str, roots), kernelnix_root, *filter(None, [base.get("PYTHONPATH")])]
     variables = {**base, "PYTHONPATH": os.pathsep.join(python_path)}
-    nvcc = find_nvcc(root)
+    nvcc = next(filter(None, map(find_nvcc, roots)), None)
     if nvcc is not None:
         variables["PATH"] = os.pathsep.join([str(nvcc.parent), base.get("PATH", "")])
     return variables

@@ -32,6 +32,31 @@ HARD_LINKED_DIRS = ("bin",)
 # A shared library name as wheels ship it (`libcudart.so.13`) and the name the
 # linker looks for (`libcudart.so`): wheels cannot hold the link between them.
 SONAME_SUFFIX = ".so."
+# pip installs a wheel's `.pth` files into site-packages, where Python runs them
+# at start-up (nvidia-cutlass-dsl's puts its `cutlass` package on sys.path); an
+# environment is a PYTHONPATH entry, where Python does not look for them, so an
+# environment that has any gets this hook, which Python imports at start-up.
+# Python imports only the first `sitecustomize` on sys.path: each hook runs the
+# `.pth` files of every environment that has one (a variant's Torch and its
+# python-depends are two PYTHONPATH entries).
+SITE_HOOK = "sitecustomize.py"
+SITE_HOOK_MARK = "# Written by kernelnix (wheel_tree.py)"
+SITE_HOOK_TEXT = f"""\
+{SITE_HOOK_MARK}: run the .pth files of the environments on PYTHONPATH,
+# as Python does for site-packages.
+import os
+import site
+import sys
+
+for _entry in list(sys.path):
+    try:
+        with open(os.path.join(_entry or ".", "{SITE_HOOK}")) as _hook:
+            _ours = _hook.readline().startswith("{SITE_HOOK_MARK}")
+    except OSError:
+        continue
+    if _ours:
+        site.addsitedir(_entry)
+"""
 # Where NVIDIA's wheels put nvcc (`nvidia/cu13/bin/nvcc`; CUDA 12: `nvidia/cuda_nvcc/bin/nvcc`).
 NVCC_GLOB = "nvidia/*/bin/nvcc"
 
@@ -154,6 +179,12 @@ def _add_lib64(tree: Path) -> None:
             (root / "lib64").symlink_to("lib")
 
 
+def _add_site_hook(tree: Path) -> None:
+    """SITE_HOOK in an environment with `.pth` files (see SITE_HOOK)."""
+    if any(tree.glob("*.pth")) and not os.path.lexists(tree / SITE_HOOK):
+        (tree / SITE_HOOK).write_text(SITE_HOOK_TEXT)
+
+
 def merge(dest: Path, unpacked: Sequence[Path]) -> Path:
     """The environment `dest`: the unpacked wheels merged, made of links."""
     if dest.exists():
@@ -165,6 +196,7 @@ def merge(dest: Path, unpacked: Sequence[Path]) -> Path:
         _merge_into(stage, [path.resolve() for path in unpacked], hard=False)
         _add_linker_names(stage)
         _add_lib64(stage)
+        _add_site_hook(stage)
     return dest
 
 

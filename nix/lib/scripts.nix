@@ -60,13 +60,14 @@ in
   #
   # A variant built in an environment of its own (the host toolchain's locked
   # wheels: `wheelEnv`) is tested in it, its Torch first on PYTHONPATH, as its
-  # import check loaded it. A CPU variant's environment holds Torch's CUDA wheel
+  # import check loaded it, with its python-depends (`dependsEnv`) after it. A CPU variant's environment holds Torch's CUDA wheel
   # (PyPI has no CPU one), so the loader is told to ask for the CPU backend
   # (kernelnix.checks.ci_backend), as users of a CUDA Torch do.
   ciTest =
     variantName: variant:
     let
       environment = variant.wheelEnv or null;
+      depends = variant.dependsEnv or null;
       backend = plan.variants.${system}.${variantName}.backend;
       askCpu = environment != null && backend == "cpu";
       pythonPath = builtins.concatStringsSep ":" (
@@ -75,6 +76,7 @@ in
           "${variant}/${variantName}"
         ]
         ++ (if environment == null then [ ] else [ "${environment}" ])
+        ++ (if depends == null then [ ] else [ "${depends}" ])
         ++ (if askCpu then [ "${kernelnixSrc}" ] else [ ])
       );
     in

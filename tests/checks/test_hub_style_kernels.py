@@ -13,6 +13,8 @@ here except numpy, so a check that wrongly required them would fail the build.
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +24,7 @@ import pytest
 from fresh_python import run_python
 from handmade import plan_here
 from paths import TESTS
+from wheel_locks import LOADER, LOCK, torch_range
 
 from kernelnix.checks import CheckOptions, run_checks
 from kernelnix.compile import BuildError
@@ -115,9 +118,11 @@ def test_module_level_import_of_an_undeclared_package_fails_the_build(
     lines = capsys.readouterr().out.splitlines()
     assert "  ops.py" in lines
     assert (
-        f"    [python-import] line {line}: numpy: not in the standard library, torch or the "
-        "kernel's python-depends, imported when the kernel loads (limit: standard library, "
-        "torch, python-depends)"
+        f"    [python-import] line {line}: numpy: imported when the kernel loads, but it is not "
+        "in the standard library, not required by the cpu builds of Torch "
+        f"{torch_range('cpu')} or by the kernels {LOADER} loader, and not among the kernel's "
+        "python-depends (limit: the "
+        "standard library, torch, what Torch and the loader require, python-depends)"
     ) in lines
     assert any(
         line.startswith("FAIL  torch-cpu: 1 violation in 1 file (python-import 1), ")
@@ -126,26 +131,50 @@ def test_module_level_import_of_an_undeclared_package_fails_the_build(
     assert not (copy / BUILD_DIR / "torch-cpu").exists()  # nothing half-written
 
 
-def test_a_python_depends_the_build_python_lacks_is_one_error(tmp_path: Path) -> None:
-    """einops is declared but not installed here: one error naming the package, the
-    build Python and the install command (exit 2), not a violation per importing file."""
+def with_einops(tmp_path: Path) -> Path:
+    """The kernel, declaring einops and importing it when it loads."""
     copy = source_copy(tmp_path)
     toml = copy / "build.toml"
     toml.write_text(
         toml.read_text().replace("[general]\n", '[general]\npython-depends = ["einops"]\n')
     )
-    assert importlib.util.find_spec("einops") is None
-    done = subprocess.run(
-        [sys.executable, "-m", "kernelnix", "build", "--local", str(copy), "--variant", "torch-cpu",
-         "--no-progress"],
-        capture_output=True, text=True, check=False,
+    ops = copy / "torch-ext" / "einlite" / "ops.py"
+    ops.write_text(ops.read_text().replace("import math\n", "import math\n\nimport einops\n", 1))
+    return copy
+
+
+def build_torch_cpu(kernel: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kernelnix", "build", "--local", str(kernel), "--variant",
+         "torch-cpu", "--no-progress"],
+        capture_output=True, text=True, check=False, env={**os.environ, **env},
     )  # fmt: skip
+
+
+def test_a_python_depends_comes_from_the_wheel_lock(tmp_path: Path) -> None:
+    """einops is declared but not installed here: the variant is built and its import
+    check run with einops from the wheel lock, as `pip install` of the kernel gives it."""
+    copy = with_einops(tmp_path)
+    assert importlib.util.find_spec("einops") is None
+    done = build_torch_cpu(copy)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "+ python-depends-einops from " in done.stdout
+    assert "ok    torch-cpu: no violations" in done.stdout, done.stdout
+    assert "[policy kernel (a redistributable build" in done.stdout
+
+
+def test_a_python_depends_the_lock_lacks_is_one_error(tmp_path: Path) -> None:
+    """A lock without python-depends (an older one): one error naming the name, the
+    lock and the command that fixes it (exit 2), not a violation per importing file."""
+    copy = with_einops(tmp_path)
+    lock = json.loads(LOCK.read_text())
+    del lock["host"]["python-depends"]
+    older = tmp_path / "lock.json"
+    older.write_text(json.dumps(lock))
+    done = build_torch_cpu(copy, KERNELNIX_WHEEL_LOCK=str(older))
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.count("error:") == 1, done.stderr
-    assert (
-        f"python-depends 'einops': the build Python {sys.executable} has no module 'einops'"
-        in done.stderr
-    )
-    assert f"fix: {sys.executable} -m pip install einops" in done.stderr
+    assert f"python-depends 'einops': the wheel lock {older} holds no wheels of it" in done.stderr
+    assert "run `kernelnix lock-wheels`" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (copy / BUILD_DIR / "torch-cpu").exists()

@@ -7,11 +7,13 @@ import json
 import shutil
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 from checks_corpus.corpus import Corpus, build_corpus, build_extension_module
 from click.testing import CliRunner
+from wheel_locks import LOADER, torch_range
 
 from kernelnix.checks import (
     CheckOptions,
@@ -131,6 +133,30 @@ def test_import_failure_reports_the_loaders_error(tmp_path: Path, extension: Pat
     assert violation.rule == "import"
     assert "RuntimeError: kernel exploded at import" in violation.found
     assert "kernels.get_local_kernel" in violation.fix
+    assert violation.found.endswith(f" (with torch {version('torch')})")
+
+
+def test_import_failure_names_the_releases_of_its_python_depends(
+    tmp_path: Path, extension: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An API a python-depends dropped fails the import: the message names the
+    release the variant's environment had."""
+    site = tmp_path / "site"
+    (site / "einops").mkdir(parents=True)
+    (site / "einops" / "__init__.py").write_text("")
+    (site / "einops-0.8.2.dist-info").mkdir()
+    (site / "einops-0.8.2.dist-info" / "METADATA").write_text("Name: einops\nVersion: 0.8.2\n")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    init = INIT + "\nfrom einops import removed_api\n"
+    variant = make_variant(
+        tmp_path / "build",
+        library=extension,
+        files={"__init__.py": init},
+        metadata={"python-depends": ["einops"]},
+    )
+    (violation,) = run_checks(variant, CheckOptions()).violations
+    assert "ImportError: cannot import name 'removed_api' from 'einops'" in violation.found
+    assert violation.found.endswith(f" (with torch {version('torch')}, einops 0.8.2)")
 
 
 def test_variant_for_another_backend_is_not_imported(tmp_path: Path, extension: Path) -> None:
@@ -401,6 +427,57 @@ def test_declared_python_depends_and_backend_imports(tmp_path: Path, corpus: Cor
     assert found(cpu, CheckOptions(import_check=False, python_depends=("einops",))) == set()
 
 
+def loading(source: str) -> dict[str, str]:
+    """A kernel whose package imports x.py, holding `source`, when it loads."""
+    return {"x.py": source, "__init__.py": INIT + "from . import x\n"}
+
+
+def test_what_torch_and_the_loader_require_loads_with_every_kernel(
+    tmp_path: Path, corpus: Corpus
+) -> None:
+    # The loader requires packaging and pyyaml, Torch jinja2 and sympy.
+    source = "import packaging.version\nimport yaml\nimport jinja2\nimport sympy\n"
+    assert found(make_variant(tmp_path / "cpu", "torch-cpu", files=loading(source))) == set()
+    # Triton comes with Torch's CUDA builds: a CUDA variant or a universal (Triton)
+    # kernel may import it when it loads.
+    cuda = make_variant(
+        tmp_path / "cuda",
+        "torch214-cxx11-cu130-x86_64-linux",
+        backend="cuda",
+        library=corpus.path("clean_c"),
+        files=loading("import triton\n"),
+    )
+    assert found(cuda) == set()
+    for backend in ("cuda", "rocm", "xpu"):
+        noarch = make_variant(
+            tmp_path / backend,
+            f"torch-{backend}",
+            backend=backend,
+            files=loading("import triton\n"),
+        )
+        assert found(noarch) == set()
+
+
+def test_a_module_the_variant_s_torch_lacks_says_which_torch_has_it(tmp_path: Path) -> None:
+    variant = make_variant(tmp_path, "torch-cpu", files=loading("import triton.language\n"))
+    (violation,) = run_checks(variant, NO_IMPORT).errors
+    assert violation.subject == "triton.language"
+    assert violation.found.startswith(
+        "imported when the kernel loads, but it is not in the standard library, not required "
+        f"by the cpu builds of Torch {torch_range('cpu')} or by the kernels {LOADER} loader"
+    )
+    assert violation.found.endswith(
+        "; it comes with the cuda builds of Torch, not with this variant's Torch"
+    )
+
+
+def test_what_only_the_loader_s_own_requirements_require_is_refused(tmp_path: Path) -> None:
+    # sigstore, which the loader requires, requires requests today: no release of
+    # Torch or of the loader promises it.
+    variant = make_variant(tmp_path, "torch-cpu", files=loading("import requests\n"))
+    assert found(variant) == {("python-import", "x.py", "requests")}
+
+
 def test_syntax_error_is_reported(tmp_path: Path) -> None:
     variant = make_variant(tmp_path, "torch-cpu", files={"broken.py": "def f(:\n"})
     assert found(variant) == {("python-syntax", "broken.py", "broken.py")}
@@ -615,9 +692,10 @@ def test_command_exit_codes_and_output(tmp_path: Path, corpus: Corpus) -> None:
         "severity": "error",
         "subject": "numpy",
         "line": 1,
-        "found": "not in the standard library, torch or the kernel's python-depends, "
-        "imported when the kernel loads",
-        "limit": "standard library, torch, python-depends",
+        "found": "imported when the kernel loads, but it is not in the standard library, "
+        f"not required by the cpu builds of Torch {torch_range('cpu')} or by the kernels {LOADER} "
+        "loader, and not among the kernel's python-depends",
+        "limit": "the standard library, torch, what Torch and the loader require, python-depends",
         "fix": "…",
     }
 

@@ -25,6 +25,7 @@ from kernelnix.host.environments import (
     LockedWheel,
     fetch_wheel,
     locked_environment,
+    locked_python_depends,
     not_locked_reason,
 )
 
@@ -187,7 +188,19 @@ LOCK = {
         }
     },
     "missing": {"x86_64-linux": {"cp311": {"2.14-cuda-12.6": "torch 2.14.1+cu126 is not locked"}}},
+    "noarch": {"x86_64-linux": {"cp311": {"cuda": "2.14-cuda-13"}}},
+    "python-depends": {
+        "x86_64-linux": {
+            "cp311": {
+                "einops": {"wheels": ["einops.whl", "shared.whl"]},
+                "tvm-ffi": {"wheels": ["tvm.whl", "shared.whl"]},
+                "helion": {"missing": "no wheel of psutil for cp311 x86_64-linux on PyPI"},
+            }
+        }
+    },
 }
+for _name in ("einops.whl", "shared.whl", "tvm.whl"):
+    LOCK["wheels"][_name] = {"url": f"https://example.invalid/{_name}", "hash": "sha256-z"}
 
 
 def test_a_variant_finds_its_environment_by_build_set() -> None:
@@ -204,3 +217,27 @@ def test_why_a_variant_has_no_environment() -> None:
     assert "no environments for cp39 (this Python)" in other_python
     assert "only for cp311" in other_python
     assert "kernelnix lock-wheels --python cp39" in other_python
+
+
+def test_a_cuda_noarch_variant_loads_in_the_lock_s_noarch_build_set() -> None:
+    cuda = locked_environment(BuildSet("", "cuda", None, kind="noarch"), "cp311", LOCK)
+    assert cuda is not None and cuda.key == "2.14-cuda-13"
+    assert locked_environment(BuildSet("", "cpu", None, kind="noarch"), "cp311", LOCK) is None
+
+
+def test_python_depends_environment_holds_each_wheel_once() -> None:
+    found = locked_python_depends(["einops", "tvm-ffi"], "x86_64-linux", "cp311", LOCK)
+    assert found is not None
+    assert [w.name for w in found.wheels] == ["einops.whl", "shared.whl", "tvm.whl"]
+    assert found.describe() == "python-depends-einops-tvm-ffi"
+    assert locked_python_depends([], "x86_64-linux", "cp311", LOCK) is None
+
+
+def test_a_python_depends_the_lock_lacks_names_why_and_the_command() -> None:
+    with pytest.raises(UserError) as raised:
+        locked_python_depends(["einops", "helion", "nki"], "x86_64-linux", "cp311", LOCK)
+    helion, nki = raised.value.diagnostics
+    assert "python-depends 'helion': the wheel lock" in helion.message
+    assert helion.message.endswith("no wheel of psutil for cp311 x86_64-linux on PyPI")
+    assert "the lock has no python-depends for cp311 on x86_64-linux" in nki.message
+    assert "kernelnix lock-wheels" in (helion.fix or "")

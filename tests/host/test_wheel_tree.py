@@ -118,3 +118,39 @@ def test_the_script_runs_without_kernelnix(toolkit: list[Path], tmp_path: Path) 
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert again.returncode == 1 and "exists already" in again.stderr
+
+
+def test_a_pth_file_of_a_wheel_runs_when_the_environment_is_on_pythonpath(
+    tmp_path: Path,
+) -> None:
+    """nvidia-cutlass-dsl's shape: its `cutlass` package is importable only through
+    the `.pth` file pip puts into site-packages."""
+    dsl = make_wheel(tmp_path / "dsl.whl", {
+        "dsl_packages.pth": (b"import sys, os, dsl_base; sys.path.insert(0, "
+                             b"os.path.join(dsl_base.__path__[0], 'packages'))\n", 0o644),
+    })  # fmt: skip
+    base = make_wheel(tmp_path / "base.whl", {
+        "dsl_base/__init__.py": (b"", 0o644),
+        "dsl_base/packages/cutlass_like/__init__.py": (b"NAME = 'cutlass_like'\n", 0o644),
+    })  # fmt: skip
+    # An environment before it with a .pth file of its own (setuptools has one).
+    first = make_wheel(tmp_path / "first.whl", {
+        "first.pth": (b"import os; os.environ['FIRST_PTH'] = 'ran'\n", 0o644),
+    })  # fmt: skip
+    unpacked = [unpack(w, tmp_path / "unpacked" / w.stem) for w in (dsl, base, first)]
+    env = merge(tmp_path / "env", unpacked[:2])
+    before = merge(tmp_path / "before", unpacked[2:])
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, cutlass_like; print(cutlass_like.NAME, os.environ['FIRST_PTH'])",
+        ],
+        env={**os.environ, "PYTHONPATH": f"{before}:{env}"},
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout == "cutlass_like ran\n", done.stderr
+    # Without a .pth file, no hook: the Python's own sitecustomize stays in effect.
+    plain = merge(tmp_path / "plain", unpacked[1:2])
+    assert not (plain / "sitecustomize.py").exists()

@@ -31,3 +31,23 @@ def lock_with(dest: Path, build_sets: Collection[str] = ()) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     return dest
+
+
+# What a kernel may import at load time (kernelnix/data/python-imports.json,
+# written by `lock-wheels`): the figures messages quote, read rather than repeated.
+IMPORTS = json.loads((ROOT / "kernelnix" / "data" / "python-imports.json").read_text())
+LOADER = IMPORTS["loader"]["kernels"]
+
+
+def torch_range(backend: str) -> str:
+    """`2.11.0 to 2.15.0`: the Torch releases the lock holds for `backend`."""
+    releases = sorted(
+        {
+            entry["torch"].partition("+")[0]
+            for by_key in IMPORTS["torch"].values()
+            for key, entry in by_key.items()
+            if key.split("-")[1] == backend
+        },
+        key=lambda v: tuple(int(p) for p in v.split(".")),
+    )
+    return f"{releases[0]} to {releases[-1]}"

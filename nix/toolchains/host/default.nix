@@ -94,9 +94,15 @@ let
   known = system: if record == null then probed system else record;
 
   tag = system: (known system).python-tag or null;
-  # The variant's locked wheels (wheels.nix) for the build Python's tag, or null.
+  # The variant's locked wheels (wheels.nix) for the build Python's tag, or null;
+  # of the noarch variants only a CUDA one has some (this machine's Torch would
+  # skip its import check), so the others need no record nor probe.
   lockedEntry =
-    system: variant: if variant.kind == "noarch" then null else wheels.entry (tag system) variant;
+    system: variant:
+    if variant.kind == "noarch" && variant.backend != "cuda" then
+      null
+    else
+      wheels.entry (tag system) variant;
 
   # A noarch variant is Python files and metadata: offered on every system,
   # record or not (no compiler, and its import check skips what this machine's
@@ -111,7 +117,9 @@ let
       machine = known system;
       hostReason = (machine.not-buildable or { }).${name} or "this machine cannot build it";
     in
-    if variant.kind == "noarch" then
+    if wheels.dependsMissing system (tag system) variant != null then
+      wheels.dependsMissing system (tag system) variant
+    else if variant.kind == "noarch" then
       null
     else if machine.system != system then
       "this machine is ${machine.system}"
@@ -173,17 +181,24 @@ let
           // {
             env =
               let
-                wheelEnv = wheels.environment system scriptEnv (wheels.buildSetKey variant) found;
+                wheelEnv = wheels.environment system scriptEnv (wheels.entryKey (tag system) variant) found;
               in
               step.env // { inherit wheelEnv; } // identity wheelEnv;
           };
+      depends = wheels.dependsWheels system (tag system) variant;
     in
     withWheels
     // {
       redistributable = publishable variant;
       env =
         withWheels.env
-        // (if usesTarget variant then { glibcTarget = glibc.target system scriptEnv; } else { });
+        // (if usesTarget variant then { glibcTarget = glibc.target system scriptEnv; } else { })
+        // (
+          if depends == [ ] then
+            { }
+          else
+            { dependsEnv = wheels.dependsEnvironment system scriptEnv depends; }
+        );
     };
 in
 {

@@ -2,6 +2,7 @@
 # host toolchain: this machine's Python (host/env.sh) with kernelnix's source on
 # PYTHONPATH, and the variant's Torch: its locked wheels' environment when it
 # has one, else the Python's own, checked for the version the variant needs;
+# its python-depends' environment after it;
 # then this machine checked against the recorded identity the derivation is
 # addressed by ($hostIdentity, ./identity.nix), so that a builder with other
 # compilers refuses to build instead of producing what the store path misdescribes.
@@ -26,6 +27,10 @@ else
       ;;
   esac
   export PYTHONPATH="$kernelnix"
+fi
+if [ -n "${dependsEnv:-}" ]; then
+  # The variant's python-depends from the wheel lock (wheels.nix), after its Torch.
+  PYTHONPATH="${wheelEnv:+$wheelEnv:}$dependsEnv:$kernelnix"
 fi
 if [ -n "${hostIdentity:-}" ]; then
   # -B: no bytecode written into kernelnix's source, a store path.

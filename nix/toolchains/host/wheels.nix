@@ -52,13 +52,29 @@ rec {
     "${variant.torch}-${variant.backend}"
     + (if (variant.backend-version or null) != null then "-${variant.backend-version}" else "");
 
-  # The lock's entry of a compiled variant for a Python tag (`cp311`), or null.
+  # The lock's build set of a variant for a Python tag (`cp311`): a compiled
+  # variant's own, or for a noarch one of a backend the lock chose a build set
+  # for (`noarch`: a CUDA noarch variant loads in a CUDA Torch) that one; null for
+  # others (kernelnix.host.environments.locked_environment).
+  entryKey =
+    tag: variant:
+    if variant.kind == "tvm-ffi" || tag == null then
+      null
+    else if variant.kind == "noarch" then
+      (((lock.noarch or { }).${variant.system} or { }).${tag} or { }).${variant.backend} or null
+    else
+      buildSetKey variant;
+
+  # The lock's entry of that build set, or null.
   entry =
     tag: variant:
-    if variant.kind == "noarch" || variant.kind == "tvm-ffi" || tag == null then
+    let
+      key = entryKey tag variant;
+    in
+    if key == null then
       null
     else
-      ((lock.environments or { }).${variant.system} or { }).${tag}.${buildSetKey variant} or null;
+      ((lock.environments or { }).${variant.system} or { }).${tag}.${key} or null;
 
   # Why the lock has no entry for a variant (as kernelnix.host.environments.not_locked_reason).
   missing =
@@ -79,16 +95,52 @@ rec {
     else
       "the wheel lock has no ${buildSetKey variant} environment for ${tag} on ${system}";
 
-  # The environment of an entry: one store path, the variant's PYTHONPATH.
-  environment =
-    system: scriptEnv: key: found:
+  # A variant's python-depends (its metadata's names) for a Python tag: the
+  # lock's wheels of them and of what they require, or the names it lacks
+  # (kernelnix.host.python_wheels writes `python-depends`; environments.py reads
+  # it the same way for `build --local`).
+  dependsEntries =
+    system: tag: variant:
+    let
+      names = variant.metadata.python-depends or [ ];
+      locked = (((lock.python-depends or { }).${system} or { }).${if tag == null then "" else tag} or { });
+    in
+    map (name: {
+      inherit name;
+      wheels = (locked.${name} or { }).wheels or null;
+      why = (locked.${name} or { }).missing or "the lock has no python-depends for ${toString tag} on ${system}";
+    }) names;
+  dependsMissing =
+    system: tag: variant:
+    let
+      missing = builtins.filter (e: e.wheels == null) (dependsEntries system tag variant);
+    in
+    if missing == [ ] then
+      null
+    else
+      builtins.concatStringsSep "; " (
+        map (
+          e: "python-depends ${e.name} is not in the wheel lock for ${toString tag}: ${e.why}"
+        ) missing
+      )
+      + "; run `kernelnix lock-wheels`";
+  # The wheels of a variant's python-depends, each once, or [ ] (none, or not locked).
+  dependsWheels =
+    system: tag: variant:
+    let
+      found = builtins.filter (e: e.wheels != null) (dependsEntries system tag variant);
+    in
+    builtins.foldl' (acc: e: acc ++ builtins.filter (w: !builtins.elem w acc) e.wheels) [ ] found;
+
+  # Unpacked wheels merged into one store path of links: a PYTHONPATH entry.
+  merged =
+    system: scriptEnv: name: names: extra:
     builtins.derivation (
       scriptEnv
+      // extra
       // {
-        inherit system tool;
-        name = "kernelnix-env-${key}";
-        torch = found.torch;
-        wheels = map (unpacked system scriptEnv) (found.wheels ++ (found.toolkit or [ ]));
+        inherit system tool name;
+        wheels = map (unpacked system scriptEnv) names;
         builder = "/bin/sh";
         args = [
           "-c"
@@ -96,4 +148,16 @@ rec {
         ];
       }
     );
+
+  # The python-depends' environment of a variant (dependsWheels' names), on
+  # PYTHONPATH after its Torch's.
+  dependsEnvironment =
+    system: scriptEnv: names: merged system scriptEnv "kernelnix-python-depends" names { };
+
+  # The environment of an entry: one store path, the variant's PYTHONPATH.
+  environment =
+    system: scriptEnv: key: found:
+    merged system scriptEnv "kernelnix-env-${key}" (found.wheels ++ (found.toolkit or [ ])) {
+      torch = found.torch;
+    };
 }
