@@ -3,7 +3,11 @@ URL changed (tests/data/community: the kernels' files as published, without
 benchmarks, README, CARD.md and flake.lock; triton-kernels also without its
 GPU-only tests).
 
-A noarch Triton kernel (triton-kernels, CUDA only), a CPU kernel with AVX-512
+A noarch Triton kernel (triton-kernels, CUDA only), noarch kernels with
+python-depends (flash-attn4: einops, tvm-ffi and nvidia-cutlass-dsl from the wheel lock)
+or load-time imports the python-import rule judges (liger-kernels: `packaging`,
+which the loader requires; trimul-gpumode: `requests`, which nothing
+guarantees), a CPU kernel with AVX-512
 code (quantization-gptq), a multi-backend kernel (relu: CPU, CUDA, ROCm, XPU,
 Metal), a CPU + CUDA + XPU kernel (rotary) and a CUDA-only kernel
 (causal-conv1d). Each flake locks and evaluates with the host toolchain and no
@@ -35,6 +39,7 @@ from nix_projects import (
     nix_environment,
 )
 from paths import TESTS
+from wheel_locks import LOADER
 
 pytestmark = [
     pytest.mark.slow,
@@ -83,10 +88,10 @@ def project(community: Community) -> Callable[[str], Path]:
 
 
 def test_the_kernels_carry_their_published_flake() -> None:
-    for name in BACKEND_CI:
-        text = (COMMUNITY / name / "flake.nix").read_text()
+    for kernel in (p for p in COMMUNITY.iterdir() if p.is_dir()):
+        text = (kernel / "flake.nix").read_text()
         assert "kernel-builder.lib.genKernelFlakeOutputs {" in text
-        assert not (COMMUNITY / name / "kernelnix-plan.json").exists()
+        assert not (kernel / "kernelnix-plan.json").exists()
 
 
 @pytest.mark.parametrize("name", sorted(BACKEND_CI))
@@ -190,6 +195,56 @@ def test_ci_test_runs_a_locked_variant_in_its_own_torch(tmp_path: Path) -> None:
     script = nix(directory, env, "eval", "--raw", ".#ci-test.outPath").stdout
     text = (Path(script) / "bin" / "ci-test").read_text()
     assert "kernelnix-env-2.14-cpu" in text and "KERNELNIX_CI_BACKEND=cpu" in text
+
+
+def variant_log(directory: Path, env: dict[str, str], name: str) -> str:
+    """The build log of the bundle's variant `name`: its checks' verdict."""
+    drv = nix(directory, env, "eval", "--raw", f".#packages.x86_64-linux.{name}.drvPath").stdout
+    return nix(directory, env, "log", drv).stdout
+
+
+def test_python_depends_come_from_the_lock_and_the_variant_loads_in_a_cuda_torch(
+    tmp_path: Path,
+) -> None:
+    """flash-attn4 is noarch CUDA with python-depends einops, tvm-ffi and
+    nvidia-cutlass-dsl (whose `cutlass` is importable only through a .pth file).
+    With Torch 2.14's CUDA build set locked, its variant's import check loads it
+    through `kernels` in that Torch with the python-depends from the lock: none of
+    them is installed here."""
+    url, env = kernelnix_clone(tmp_path / "kernelnix", ("2.14-cuda-13",))
+    directory = kernel_builder_project(COMMUNITY / "flash-attn4", tmp_path / "flash-attn4", url)
+    bundle = build_bundle(Community(url, env, tmp_path), directory)
+    assert [p.name for p in bundle.iterdir()] == ["torch-cuda"]
+    log = variant_log(directory, env, "torch-cuda")
+    assert "redistributable, import]" in log and "ok    torch-cuda: no violations" in log, log
+    assert "import check skipped" not in log
+    variant = ".#packages.x86_64-linux.torch-cuda"
+    torch = nix(directory, env, "eval", "--raw", f"{variant}.wheelEnv").stdout
+    assert torch.endswith("-kernelnix-env-2.14-cuda-13")
+    depends = Path(nix(directory, env, "eval", "--raw", f"{variant}.dependsEnv").stdout)
+    assert {"einops", "tvm_ffi", "nvidia_cutlass_dsl"} <= {p.name for p in depends.iterdir()}
+    # cutlass is on sys.path through the wheel's .pth file, which the hook runs.
+    assert (depends / "sitecustomize.py").is_file() and any(depends.glob("*.pth"))
+
+
+def test_a_module_the_loader_requires_loads_and_one_nothing_guarantees_is_refused(
+    community: Community, project: Callable[[str], Path]
+) -> None:
+    """liger-kernels imports `packaging`, which the `kernels` loader requires, when it
+    loads; trimul-gpumode imports `requests`, which only a requirement of the loader's
+    requirements (sigstore) brings today: one sentence names Torch and the loader."""
+    bundle = build_bundle(community, project("liger-kernels"))
+    assert "torch-cuda" in {p.name for p in bundle.iterdir()}
+    directory = project("trimul-gpumode")
+    done = nix(directory, community.env, "build", ".#bundle", "-L", check=False)
+    assert done.returncode != 0
+    assert (
+        "requests: imported when the kernel loads, but it is not in the standard library, "
+        "not required by the cuda builds of Torch"
+    ) in done.stderr
+    assert f"or by the kernels {LOADER} loader, and not among the kernel's python-depends" in (
+        done.stderr
+    )
 
 
 def test_a_flake_with_no_variant_here_fails_its_bundle(
