@@ -10,7 +10,7 @@ import click
 from kernelnix.cli import command
 from kernelnix.host.hermetic_wheels import LOCK_FILE, PYPI_SIMPLE, lock
 from kernelnix.host.host_wheels import DEFAULT_PYTHON_TAGS, lock_host_file
-from kernelnix.host.python_wheels import lock_python_file
+from kernelnix.host.python_wheels import IMPORTS_FILE, lock_python_file
 
 
 @command("lock-wheels")
@@ -38,6 +38,14 @@ from kernelnix.host.python_wheels import lock_python_file
     help="The lock file to update.",
 )
 @click.option(
+    "--imports-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to write what Torch and the loader require, for the python-import rule "
+    "(default: kernelnix/data/python-imports.json with kernelnix's own lock file, "
+    "nowhere with another).",
+)
+@click.option(
     "--python",
     "python_tags",
     multiple=True,
@@ -51,6 +59,7 @@ def lock_wheels(
     pypi: str,
     refresh: bool,
     lock_file: Path,
+    imports_file: Path | None,
     python_tags: tuple[str, ...],
 ) -> None:
     """The wheels are named by matrix.json (Torch releases, a flavor per backend,
@@ -77,8 +86,12 @@ def lock_wheels(
     host = lock_host_file(lock_file, pypi, python_tags, log=lambda line: click.echo(line, err=True))
     result.locked.extend(host.locked)
     result.missing.extend(host.missing)
+    if imports_file is None and lock_file.resolve() == LOCK_FILE.resolve():
+        imports_file = IMPORTS_FILE
     result.missing.extend(
-        lock_python_file(lock_file, pypi, python_tags, log=lambda line: click.echo(line, err=True))
+        lock_python_file(
+            lock_file, pypi, python_tags, lambda line: click.echo(line, err=True), imports_file
+        )
     )
     for name in result.locked:
         click.echo(f"locked {name}")

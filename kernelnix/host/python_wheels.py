@@ -190,11 +190,11 @@ def lock_python_file(
     pypi: str,
     python_tags: Iterable[str],
     log: Callable[[str], None],
-    imports_path: Path = IMPORTS_FILE,
+    imports_path: Path | None = IMPORTS_FILE,
 ) -> list[str]:
     """Lock the python-depends into the lock file at `path` (its host part, which
-    kernelnix.host.host_wheels wrote) and write `imports_path` from the lock.
-    The names that could not be locked, with why."""
+    kernelnix.host.host_wheels wrote) and write `imports_path` (when given) from
+    the lock. The names that could not be locked, with why."""
     tags = list(python_tags)
     resolver = Resolver(pypi, log)
     data = read_lock(path)
@@ -209,9 +209,11 @@ def lock_python_file(
     host["python-depends"] = locked
     used = _used_wheels(host)
     host["wheels"] = {name: entry for name, entry in sorted(wheels.items()) if name in used}
-    imports = load_time_imports(resolver, host, data.get("python", {}).get("kernels", {}), tags)
     write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
-    write_atomic(imports_path, json.dumps(imports, indent=2, sort_keys=True) + "\n")
+    if imports_path is not None:
+        loader = data.get("python", {}).get("kernels", {})
+        imports = load_time_imports(resolver, host, loader, tags)
+        write_atomic(imports_path, json.dumps(imports, indent=2, sort_keys=True) + "\n")
     return [
         f"python-depends {name} {tag} {system}: {entry['missing']}"
         for system, by_tag in locked.items()

@@ -707,6 +707,12 @@ def test_lock_wheels_command_reports_what_it_cannot_find(
     assert "locked torch 2.13.0 cu126 cp313 x86_64-linux" in result.output
     assert "not found: torch 2.13.0 cpu cp313 x86_64-linux" in result.output
     assert lock_path.exists()
+    # The python-depends are looked up on the same index, which has none of them;
+    # with a lock file of its own, kernelnix's python-imports.json is not touched.
+    assert "not found: python-depends einops cp311 x86_64-linux: no wheel of einops" in (
+        result.output
+    )
+    assert not (tmp_path / "python-imports.json").exists()
 
 
 def test_kernelnix_steps_take_the_packaged_kernelnix_without_torch(
