@@ -97,7 +97,7 @@ def lock_python_depends(
                 try:
                     found = resolver.closure(roots, target, {}, follows=_not_torch)
                 except (OSError, ValueError) as error:
-                    found = f"cannot read its wheels' metadata: {error}"
+                    found = f"cannot read its index page or a wheel's metadata: {error}"
                 if isinstance(found, str):
                     names[name] = {"missing": f"{found}; run `{LOCK_COMMAND}` to lock it anew"}
                 else:

@@ -709,8 +709,9 @@ def test_lock_wheels_command_reports_what_it_cannot_find(
     assert lock_path.exists()
     # The python-depends are looked up on the same index, which has none of them;
     # with a lock file of its own, kernelnix's python-imports.json is not touched.
-    assert "not found: python-depends einops cp311 x86_64-linux: no wheel of einops" in (
-        result.output
+    assert (
+        "not found: python-depends einops cp311 x86_64-linux: cannot read its index page"
+        in result.output
     )
     assert not (tmp_path / "python-imports.json").exists()
 
