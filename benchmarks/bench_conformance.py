@@ -24,9 +24,8 @@ kernel). After each kernel, docs/conformance.md is rewritten from the state.
 Header dependencies (CUTLASS) are passed as `KERNELNIX_DEP_<NAME>` for every
 `<deps>/cutlass-X.Y.Z/include` (`--deps`, default `<work>/deps`) whose version
 is the one a dependency names; `git archive vX.Y.Z include tools/util/include`
-of CUTLASS's repository gives such a folder. Python packages a kernel's
-`python-depends` names (the import check needs them) go on PYTHONPATH, e.g.
-`pip install --target DIR apache-tvm-ffi nvidia-cutlass-dsl einops`.
+of CUTLASS's repository gives such a folder. A kernel's `python-depends` come
+with the locked wheels, as kernelnix builds them.
 
 Run: python benchmarks/bench_conformance.py [--kernel NAME]... [--redo NAME]...
      [--cap-minutes N] [--stop-at HH:MM] [--work DIR]
@@ -92,6 +91,13 @@ REVIEWED: dict[str, tuple[str, str, str]] = {
         "it loads, not declared in python-depends",
     ),
     "causal-conv1d": ("No module named 'triton'", KERNELNIX, _NO_TRITON),
+    "msa": (
+        "has no attribute 'ThrCopy'",
+        SOURCES,
+        "its vendored quack code (copy_utils.py) annotates with cute.core.ThrCopy, "
+        "which nvidia-cutlass-dsl 4.6.1, the release kernel-builder pins, lacks "
+        "(4.8.1 too): it cannot load",
+    ),
 }
 
 
