@@ -78,25 +78,13 @@ UNKNOWN = "not yet judged"
 # Verdicts on failures after reading their logs, by kernel: (whose, the reason in
 # plain words). Applied when the kernel's recorded first error contains the key's
 # text, so that a new, different error is judged again.
-_NO_TRITON = (
-    "the locked Torch 2.14.1 environment lacks Triton, which that Torch requires on "
-    "Linux and the kernel imports: `lock-wheels` adds it since 816499e, but "
-    "kernelnix/data/wheel-lock.json is not regenerated yet"
-)
 REVIEWED: dict[str, tuple[str, str, str]] = {
     "megablocks": (
-        "No module named 'triton'",
-        KERNELNIX,
-        _NO_TRITON + "; behind it, the kernel's own: numpy and packaging imported when "
-        "it loads, not declared in python-depends",
-    ),
-    "causal-conv1d": ("No module named 'triton'", KERNELNIX, _NO_TRITON),
-    "msa": (
-        "has no attribute 'ThrCopy'",
+        "numpy: imported when the kernel loads",
         SOURCES,
-        "its vendored quack code (copy_utils.py) annotates with cute.core.ThrCopy, "
-        "which nvidia-cutlass-dsl 4.6.1, the release kernel-builder pins, lacks "
-        "(4.8.1 too): it cannot load",
+        "a real violation: _layers/dmoe.py and four other modules import numpy when "
+        "it loads, and numpy is neither required by Torch or the loader nor in its "
+        "python-depends: where numpy is missing, the kernel does not load",
     ),
 }
 
