@@ -425,7 +425,9 @@ def build_one(kernel: str, work: Path, cap: float, deadline: float | None, deps:
         outcome.reason = (
             f"stopped at {seconds / 60:.0f} min (session ended)"
             if stopped
-            else f"timeout at {seconds / 60:.0f} min (cap {cap / 60:.0f} min)"
+            else f"timeout at {seconds / 60:.0f} min (cap {cap / 60:.0f} min"
+            + ("" if cap == CAP_MINUTES * 60 else f", below the default {CAP_MINUTES:.0f}")
+            + ")"
         ) + build_steps(text)
         return outcome
     imported = re.search(rf"^{re.escape(variant)}  \[.*\bimport\b.*\]$", text, re.MULTILINE)
