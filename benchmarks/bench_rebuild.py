@@ -57,7 +57,7 @@ def rebuilt_variant(project: Path) -> tuple[str, dict[str, str]]:
             if environment is None:
                 return name, dict(os.environ)
             root = materialize(environment, log=lambda line: None)
-            return name, environment_variables(root, dict(os.environ))
+            return name, environment_variables([root], dict(os.environ))
     raise Unavailable(f"this Python's Torch builds no variant of {project.name}")
 
 

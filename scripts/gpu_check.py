@@ -101,7 +101,7 @@ def check_variant(directory: Path) -> tuple[bool, str]:
         done = subprocess.run(
             [sys.executable, "-c", CHECK, single, directory.name, variant.backend],
             capture_output=True, text=True, check=False,
-            env=environment_variables(root, dict(os.environ)),
+            env=environment_variables([root], dict(os.environ)),
         )  # fmt: skip
     if done.returncode != 0:
         return False, "FAIL: " + (done.stderr.strip().splitlines() or ["no output"])[-1]
