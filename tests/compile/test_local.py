@@ -361,6 +361,21 @@ def test_a_source_below_the_root_finds_registration_h_in_torch_ext(tmp_path: Pat
     assert not (kernel / "torch-ext" / "registration.h").exists()
 
 
+def test_a_kernel_of_headers_only_builds(tmp_path: Path) -> None:
+    """A kernel table listing headers alone (kernels-community's sage-attention: _qattn,
+    whose headers the other kernels include) compiles nothing and links in."""
+    kernel = tmp_path / "relu"
+    shutil.copytree(EXAMPLES / "relu", kernel, ignore=shutil.ignore_patterns("build"))
+    (kernel / "relu_cpu" / "shared.h").write_text("#pragma once\n")
+    with (kernel / "build.toml").open("a") as config:
+        config.write(
+            '\n[kernel.relu_headers]\nbackend = "cpu"\ndepends = ["torch"]\n'
+            'src = ["relu_cpu/shared.h"]\n'
+        )
+    built = build_variant(plan_here(kernel), SYSTEM, CPU, kernel, tmp_path / "out", jobs=2)
+    assert any(built.glob("*.abi3.so"))
+
+
 def test_variants_this_machine_cannot_build_say_why(tmp_path: Path) -> None:
     plan = plan_here(EXAMPLES / "relu")
     with pytest.raises(UserError) as caught:

@@ -262,7 +262,9 @@ function(kernelnix_component target)
   list(TRANSFORM ARGN PREPEND "${KERNEL_SOURCE_DIR}/" OUTPUT_VARIABLE sources)
   add_library(${target} OBJECT ${sources})
   target_link_libraries(${target} PRIVATE kernelnix_torch)
-  set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES OFF)
+  # LINKER_LANGUAGE: a kernel of headers only (sage-attention's _qattn, whose headers
+  # the other kernels include) compiles nothing, and CMake cannot tell its language.
+  set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES OFF LINKER_LANGUAGE CXX)
   list(FILTER ARGN INCLUDE REGEX "\\.cu$")
   if(NVCC_JOBS GREATER 0 AND ARGN)
     set_target_properties(${target} PROPERTIES JOB_POOL_COMPILE kernelnix_nvcc)
