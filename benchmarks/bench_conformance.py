@@ -86,6 +86,13 @@ REVIEWED: dict[str, tuple[str, str, str]] = {
         "it loads, and numpy is neither required by Torch or the loader nor in its "
         "python-depends: where numpy is missing, the kernel does not load",
     ),
+    "mamba-ssm": (
+        "No module named 'transformers'",
+        SOURCES,
+        "a real violation: utils/generation.py and utils/hf.py import transformers when "
+        "it loads, and it is not among its python-depends (nor required by Torch or the "
+        "loader), so the import fails",
+    ),
 }
 
 
