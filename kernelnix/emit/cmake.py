@@ -93,6 +93,10 @@ def _components(plan: Plan, variant: PlanVariant) -> list[Component]:
         _kernel_component(plan.kernels[name], compile, _target_name(name, taken))
         for name, compile in variant.compile.items()
     ]
+    # The binding sees the header dependencies of the variant's kernels, as every
+    # source of kernel-builder's one extension target does: flash-attn3's binding,
+    # flash-attn/flash_api_stable.cpp, includes CUTLASS's headers.
+    binding.dependencies = list(dict.fromkeys(d for k in kernels for d in k.dependencies))
     return [binding, *kernels]
 
 

@@ -139,6 +139,17 @@ def _component_blocks(cmakelists: str) -> dict[str, str]:
     return {block.split("]]")[0].lstrip("["): block for block in blocks}
 
 
+def test_the_binding_sees_its_kernels_header_dependencies() -> None:
+    """As every source of kernel-builder's one extension target: kernels-community's
+    flash-attn3 binding (flash-attn/flash_api_stable.cpp) includes CUTLASS."""
+    files = cmake_project(plan_of("cute-scale"), SYSTEM, "torch214-cxx11-cu130-x86_64-linux")
+    blocks = _component_blocks(files["CMakeLists.txt"])
+    dependency = "kernelnix_component_dependency([[kernelnix_binding]] [[cutlass_3_8]])"
+    assert dependency in blocks["kernelnix_binding"]
+    files = cmake_project(plan_of("relu"), SYSTEM, "torch213-cxx11-cpu-x86_64-linux")
+    assert "kernelnix_component_dependency" not in files["CMakeLists.txt"]
+
+
 def test_kernel_flags_only_on_their_kernel() -> None:
     files = cmake_project(plan_of("multi-kernel"), SYSTEM, "torch213-cxx11-cpu-x86_64-linux")
     blocks = _component_blocks(files["CMakeLists.txt"])
