@@ -78,6 +78,11 @@ UNKNOWN = "not yet judged"
 # Verdicts on failures after reading their logs, by kernel: (whose, the reason in
 # plain words). Applied when the kernel's recorded first error contains the key's
 # text, so that a new, different error is judged again.
+_CXX17 = (
+    "its cuda-flags set -std=c++17, and Torch 2.14's headers require C++20 (ATen.h "
+    "stops with #error); kernel-builder also applies a kernel's cuda-flags after the "
+    "language standard, so Torch 2.14 refuses it there too"
+)
 REVIEWED: dict[str, tuple[str, str, str]] = {
     "megablocks": (
         "numpy: imported when the kernel loads",
@@ -92,6 +97,16 @@ REVIEWED: dict[str, tuple[str, str, str]] = {
         "a real violation: utils/generation.py and utils/hf.py import transformers when "
         "it loads, and it is not among its python-depends (nor required by Torch or the "
         "loader), so the import fails",
+    ),
+    "natten": (
+        "C++20 or later compatible compiler is required",
+        SOURCES,
+        _CXX17,
+    ),
+    "sage-attention": (
+        "C++20 or later compatible compiler is required",
+        SOURCES,
+        _CXX17,
     ),
 }
 
@@ -424,26 +439,34 @@ def build_one(kernel: str, work: Path, cap: float, deadline: float | None, deps:
     start = time.monotonic()
     status = run_capped(command, log, limit, env)
     seconds = time.monotonic() - start
-    text = log.read_text(errors="replace")
     outcome = Outcome(kernel, PASS, seconds, variant, ",".join(archs))
-    if status is None:
-        stopped = limit < cap
-        outcome.result = STOPPED if stopped else TIMEOUT
+    return outcome_of(outcome, status, log.read_text(errors="replace"), cap, limit < cap)
+
+
+def outcome_of(outcome: Outcome, status: int | None, log: str, cap: float, early: bool) -> Outcome:
+    """The outcome of a build from its exit status (None: killed at the cap, which was
+    cut short by the session's end when `early`) and its log."""
+    error = first_error(log)
+    minutes_run = f"{outcome.seconds / 60:.0f} min"
+    if status is None and not error:
+        outcome.result = STOPPED if early else TIMEOUT
+        lowered = "" if cap == CAP_MINUTES * 60 else f", below the default {CAP_MINUTES:.0f}"
         outcome.reason = (
-            f"stopped at {seconds / 60:.0f} min (session ended)"
-            if stopped
-            else f"timeout at {seconds / 60:.0f} min (cap {cap / 60:.0f} min"
-            + ("" if cap == CAP_MINUTES * 60 else f", below the default {CAP_MINUTES:.0f}")
-            + ")"
-        ) + build_steps(text)
+            f"stopped at {minutes_run} (session ended)"
+            if early
+            else f"timeout at {minutes_run} (cap {cap / 60:.0f} min{lowered})"
+        ) + build_steps(log)
         return outcome
-    imported = re.search(rf"^{re.escape(variant)}  \[.*\bimport\b.*\]$", text, re.MULTILINE)
-    if status == 0 and imported and re.search(rf"^ok\s+{re.escape(variant)}:", text, re.MULTILINE):
+    variant = re.escape(outcome.variant)
+    imported = re.search(rf"^{variant}  \[.*\bimport\b.*\]$", log, re.MULTILINE)
+    if status == 0 and imported and re.search(rf"^ok\s+{variant}:", log, re.MULTILINE):
         return outcome
     outcome.result = FAIL
-    error = first_error(text) or (f"exit status {status}" if status else "no import check")
-    outcome.error = re.sub(r"\S*/project/kernel/", "", error).replace(f"{directory}/", "")
-    outcome.whose, outcome.reason = classify(text, outcome.error)
+    if status is None:  # an error before the cap: Ninja was still finishing another job
+        error += f" (then stopped at the cap, {minutes_run})"
+    error = error or (f"exit status {status}" if status else "no import check")
+    outcome.error = re.sub(r"\S*/project/kernel/", "", error)
+    outcome.whose, outcome.reason = classify(log, outcome.error)
     return judged(outcome)
 
 

@@ -145,3 +145,28 @@ def test_a_reviewed_verdict_applies_while_the_error_is_the_same(
     failed.error = "another error"
     text = conformance.render_table(KERNELS[:1], {"relu": failed}, "snap")
     assert "| guess |" in text
+
+
+def test_an_outcome_from_a_status_and_a_log() -> None:
+    variant = "torch214-cxx11-cu130-x86_64-linux"
+    checked = f"{variant}  [policy kernel, python-abi 3.9, import]\nok    {variant}: fine\n"
+
+    def outcome(status: int | None, log: str, cap: float = 1800, early: bool = False) -> Outcome:
+        start = Outcome("k", PASS, 600.0, variant, "9.0")
+        return conformance.outcome_of(start, status, log, cap, early)
+
+    assert outcome(0, checked).result == PASS
+    assert outcome(0, checked.replace(", import", "")).result == FAIL  # no import check
+    late = outcome(None, "[3/76] Building CUDA object a.cu.o\n", cap=120)
+    assert (late.result, late.reason) == (
+        conformance.TIMEOUT,
+        "timeout at 10 min (cap 2 min, below the default 30), 3 of 76 build steps done",
+    )
+    assert outcome(None, "", early=True).reason == "stopped at 10 min (session ended)"
+    error = "/w/project/kernel/a.cpp:7:10: fatal error: cutlass/numeric_types.h: No such file"
+    failed = outcome(None, f"[1/9] x\n{error}\n")
+    assert failed.result == FAIL
+    assert failed.error == (
+        "a.cpp:7:10: fatal error: cutlass/numeric_types.h: No such file "
+        "(then stopped at the cap, 10 min)"
+    )
