@@ -297,6 +297,8 @@ def minutes(seconds: float) -> str:
 
 
 def _cell(text: str) -> str:
+    # A path into a locked environment reads from the environment's root: `torch/include/...`.
+    text = re.sub(r"/\S*/kernelnix/environments/[^/\s]+/", "", text)
     return text.replace("|", "\\|").replace("\n", " ").strip() or "-"
 
 

@@ -170,3 +170,10 @@ def test_an_outcome_from_a_status_and_a_log() -> None:
         "a.cpp:7:10: fatal error: cutlass/numeric_types.h: No such file "
         "(then stopped at the cap, 10 min)"
     )
+
+
+def test_the_table_shows_environment_paths_from_the_environment() -> None:
+    error = "/root/.cache/kernelnix/environments/7ae1-2.14-cuda-13/torch/include/ATen/ATen.h:5:2: x"
+    failed = Outcome("relu", FAIL, 1.0, error=error, whose=conformance.SOURCES, reason="r")
+    text = conformance.render_table(KERNELS[:1], {"relu": failed}, "snap")
+    assert "`torch/include/ATen/ATen.h:5:2: x`" in text
