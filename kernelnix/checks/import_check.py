@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -137,6 +138,26 @@ def imports_through_kernels(ctx: VariantContext) -> Iterable[Violation]:
             f"pathlib; kernels.get_local_kernel(pathlib.Path('{ctx.variant_dir}'))\"",
         )
     ]
+
+
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^'.]+)")
+
+
+def without_explained_failures(violations: list[Violation]) -> list[Violation]:
+    """The violations without an import failure on a module that the python-import
+    rule already refuses at load time: one problem, said once, by the rule that
+    says why the module is missing."""
+    refused = {
+        v.subject.split(".")[0]
+        for v in violations
+        if v.rule == "python-import" and v.severity == "error"
+    }
+
+    def explained(violation: Violation) -> bool:
+        found = MISSING_MODULE.search(violation.found)
+        return violation.rule == "import" and found is not None and found[1] in refused
+
+    return [v for v in violations if not explained(v)]
 
 
 def _failure_text(result: dict[str, Any]) -> str:

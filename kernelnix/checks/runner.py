@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelnix.checks.context import CheckOptions, load_context
+from kernelnix.checks.import_check import without_explained_failures
 from kernelnix.checks.policy import UnknownPolicyError, check_policy_name
 from kernelnix.checks.report import CheckReport
 from kernelnix.checks.rules import variant_rules
@@ -47,7 +48,8 @@ def run_checks(variant_dir: Path, options: CheckOptions | None = None) -> CheckR
             fix="pass a variant directory (one holding metadata.json)",
         )
     ctx = load_context(variant_dir, options)
-    violations = [violation for rule in variant_rules() for violation in rule(ctx)]
+    found = [violation for rule in variant_rules() for violation in rule(ctx)]
+    violations = without_explained_failures(found)
     return CheckReport(
         variant_dir=variant_dir,
         settings=ctx.settings(),

@@ -3,6 +3,7 @@ the import through the `kernels` loader, on real variant directories."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -469,6 +470,27 @@ def test_a_module_the_variant_s_torch_lacks_says_which_torch_has_it(tmp_path: Pa
     assert violation.found.endswith(
         "; it comes with the cuda builds of Torch, not with this variant's Torch"
     )
+
+
+def test_a_missing_module_the_rule_refuses_is_one_violation(tmp_path: Path) -> None:
+    """gpt-oss-triton-kernels' CPU variant: triton, imported when it loads, is not in
+    a CPU Torch. The import check fails on it too; the rule says why, once."""
+    assert importlib.util.find_spec("triton") is None
+    variant = make_variant(tmp_path, "torch-cpu", files=loading("import triton\n"))
+    (violation,) = run_checks(variant, CheckOptions()).violations
+    assert (violation.rule, violation.subject) == ("python-import", "triton")
+    # A missing module the rule allows (a declared python-depends not installed
+    # here) is the import check's alone to report.
+    assert importlib.util.find_spec("einops") is None
+    declared = make_variant(
+        tmp_path / "declared",
+        "torch-cpu",
+        files=loading("import einops\n"),
+        metadata={"python-depends": ["einops"]},
+    )
+    (violation,) = run_checks(declared, CheckOptions()).violations
+    assert violation.rule == "import"
+    assert "requires Python dependency `einops`" in violation.found
 
 
 def test_what_only_the_loader_s_own_requirements_require_is_refused(tmp_path: Path) -> None:
