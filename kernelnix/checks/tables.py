@@ -96,26 +96,38 @@ def load_time_modules(name: VariantName | None, backend: str | None) -> LoadTime
     loader = data["loader"]
     loader_modules = {m for modules in loader["requires"].values() for m in modules}
     entries = _torch_entries(data["torch"], name, backend)
-    torch_modules = (
-        set.intersection(*({m for ms in e["requires"].values() for m in ms} for e in entries))
-        if entries
-        else set()
-    )
+    torch_modules = set.intersection(*map(_modules, entries)) if entries else set()
     modules = {"torch", *torch_modules, *loader_modules}
     torch = _torch_label(entries, backend)
-    backends: dict[str, set[str]] = {}
-    for by_key in data["torch"].values():
-        for key, entry in by_key.items():
-            for module in (m for ms in entry["requires"].values() for m in ms):
-                backends.setdefault(module, set()).add(key.split("-")[1])
     elsewhere = {
         module: f"the {' and '.join(sorted(names))} builds of Torch"
-        for module, names in backends.items()
+        for module, names in _torch_backends_of_modules().items()
         if module not in modules
     }
     return LoadTimeModules(
         frozenset(modules), f"{torch} or by the kernels {loader['kernels']} loader", elsewhere
     )
+
+
+def _modules(entry: dict[str, Any]) -> set[str]:
+    """The modules of what one locked build of Torch requires."""
+    return {module for modules in entry["requires"].values() for module in modules}
+
+
+def _backend_of(key: str) -> str:
+    """`cuda` of the build set key `2.14-cuda-13`."""
+    return key.split("-")[1]
+
+
+@cache
+def _torch_backends_of_modules() -> dict[str, frozenset[str]]:
+    """Module -> the backends of the locked Torch builds that require it."""
+    backends: dict[str, set[str]] = {}
+    for by_key in _python_imports()["torch"].values():
+        for key, entry in by_key.items():
+            for module in _modules(entry):
+                backends.setdefault(module, set()).add(_backend_of(key))
+    return {module: frozenset(names) for module, names in backends.items()}
 
 
 def _torch_entries(
@@ -135,7 +147,7 @@ def _torch_entries(
         entry
         for system in systems
         for key, entry in sorted(by_system.get(system, {}).items())
-        if key.split("-")[1] == wanted
+        if _backend_of(key) == wanted
     ]
 
 

@@ -19,7 +19,7 @@ kernelnix.host.host_wheels:
   evaluated for the system and every locked Python tag: they are what Torch
   and the loader promise; what those require in turn may change in any release.
   A CPU build set locked on Torch's CUDA wheel (PyPI has no CPU one) counts
-  without what the CUDA build adds over the CPU build (`CUDA_FLAVOR`).
+  without what the CUDA build adds over the CPU build (`is_cuda_flavor`).
 """
 
 from __future__ import annotations
