@@ -21,7 +21,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +87,8 @@ if parse_variant is not None:
         if reasons:
             report(status="skipped", reason=reasons[0])
             sys.exit(0)
-try:
-    module = get_local_kernel(repo, backend=backend)
-except BaseException as exc:
-    notes = "".join("\n" + n for n in getattr(exc, "__notes__", []))
-    # The releases it failed with: a python-depends' API changes between them.
+def releases():
+    # The releases it loaded or failed with: a python-depends' API changes between them.
     from importlib.metadata import version
     versions = {}
     for name in ["torch", *packages]:
@@ -99,11 +96,48 @@ except BaseException as exc:
             versions[name] = version(name)
         except Exception:
             pass
+    return versions
+try:
+    module = get_local_kernel(repo, backend=backend)
+except BaseException as exc:
+    notes = "".join("\n" + n for n in getattr(exc, "__notes__", []))
     report(status="failed", error=f"{type(exc).__name__}: {exc}{notes}",
-           traceback=traceback.format_exc(), versions=versions)
+           traceback=traceback.format_exc(), versions=releases())
     sys.exit(0)
-report(status="ok", module=getattr(module, "__name__", None))
+report(status="ok", module=getattr(module, "__name__", None), versions=releases())
 """
+
+# The build step's environment names the python-depends' environment on
+# PYTHONPATH and, where the lock holds other releases of them, those releases'
+# environments (kernelnix.compile.local, nix/toolchains/host/setup.sh): a variant
+# that fails to load with the first is tried with each of the others in turn.
+DEPENDS_VARIABLE = "KERNELNIX_PYTHON_DEPENDS"
+ALTERNATIVES_VARIABLE = "KERNELNIX_PYTHON_DEPENDS_ALTERNATIVES"
+
+
+def alternatives_variables(depends: Path, alternatives: Sequence[Path]) -> dict[str, str]:
+    """The variables that tell the import check of the python-depends' environment
+    on PYTHONPATH (`depends`) and of its `alternatives`, in the order to try them."""
+    if not alternatives:
+        return {}
+    return {
+        DEPENDS_VARIABLE: str(depends),
+        ALTERNATIVES_VARIABLE: os.pathsep.join(map(str, alternatives)),
+    }
+
+
+def alternative_environs(environ: Mapping[str, str]) -> list[dict[str, str]]:
+    """`environ` once per alternative python-depends' environment it names, with
+    that environment on PYTHONPATH in place of the first."""
+    depends = environ.get(DEPENDS_VARIABLE)
+    others = [p for p in environ.get(ALTERNATIVES_VARIABLE, "").split(os.pathsep) if p]
+    path = environ.get("PYTHONPATH", "").split(os.pathsep)
+    if not depends or depends not in path:
+        return []
+    return [
+        {**environ, "PYTHONPATH": os.pathsep.join(other if p == depends else p for p in path)}
+        for other in others
+    ]
 
 
 def imports_through_kernels(ctx: VariantContext) -> Iterable[Violation]:
@@ -112,6 +146,11 @@ def imports_through_kernels(ctx: VariantContext) -> Iterable[Violation]:
     result = run_import(ctx)
     status = result.get("status")
     if status == "ok":
+        if result.get("instead"):
+            ctx.notes.append(
+                f"imported with {_releases(result)}, after the first python-depends' releases "
+                f"failed: {_failure_text(result['instead'])}"
+            )
         return []
     if status == "skipped":
         ctx.notes.append(f"import check skipped: not loadable on this machine ({result['reason']})")
@@ -162,10 +201,19 @@ def without_explained_failures(violations: list[Violation]) -> list[Violation]:
 
 def _failure_text(result: dict[str, Any]) -> str:
     if result.get("status") == "failed":
-        versions = result.get("versions") or {}
-        releases = ", ".join(f"{name} {release}" for name, release in versions.items())
-        return f"import failed: {result.get('error')}" + (f" (with {releases})" if releases else "")
-    return f"the import did not complete: {result.get('error')}"
+        releases = _releases(result)
+        text = f"import failed: {result.get('error')}" + (f" (with {releases})" if releases else "")
+    else:
+        text = f"the import did not complete: {result.get('error')}"
+    others = [_failure_text(other) for other in result.get("alternatives", [])]
+    if others:
+        text += "; with the lock's other releases of its python-depends: " + "; ".join(others)
+    return text
+
+
+def _releases(result: dict[str, Any]) -> str:
+    versions = result.get("versions") or {}
+    return ", ".join(f"{name} {release}" for name, release in versions.items())
 
 
 class ImportChild:
@@ -173,7 +221,12 @@ class ImportChild:
     loader at once, then waits for the variant to load (`load`). Close it (a `with`
     block) whether or not it loaded anything."""
 
-    def __init__(self, python: str, timeout: float = IMPORT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        python: str,
+        timeout: float = IMPORT_TIMEOUT,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.python = python
         self.timeout = timeout
         self._temp = tempfile.TemporaryDirectory(prefix="kernelnix-import-")
@@ -181,7 +234,7 @@ class ImportChild:
         home = self.work / "home"
         home.mkdir()
         env = {
-            **os.environ,
+            **(os.environ if environ is None else environ),
             "HOME": str(home),
             "HF_HUB_OFFLINE": "1",
             "HF_HOME": str(home / "hf"),
@@ -246,13 +299,27 @@ class ImportChild:
 
 def run_import(ctx: VariantContext) -> dict[str, Any]:
     """Load the variant in the caller's child interpreter (CheckOptions.import_child),
-    else in one started now."""
+    else in one started now. A variant that fails to load is loaded again with each
+    alternative python-depends' environment (`alternative_environs`): the first
+    that loads is the result, with the failure it replaced as `instead`."""
     packages = [p.pip for p in python_packages(ctx.python_depends, ctx.backend or "")]
-    if ctx.options.import_child is not None:
-        return ctx.options.import_child.load(ctx.variant_dir, packages)
     options = ctx.options
-    with ImportChild(options.python or sys.executable, options.import_timeout) as child:
-        return child.load(ctx.variant_dir, packages)
+    python = options.python or sys.executable
+    if options.import_child is not None:
+        first = options.import_child.load(ctx.variant_dir, packages)
+    else:
+        with ImportChild(python, options.import_timeout) as child:
+            first = child.load(ctx.variant_dir, packages)
+    if first.get("status") != "failed":
+        return first
+    failed: list[dict[str, Any]] = []
+    for environ in alternative_environs(os.environ):
+        with ImportChild(python, options.import_timeout, environ) as child:
+            result = child.load(ctx.variant_dir, packages)
+        if result.get("status") == "ok":
+            return {**result, "instead": {**first, "alternatives": failed}}
+        failed.append(result)
+    return {**first, "alternatives": failed}
 
 
 def _staging_repo(temp: Path, variant_dir: Path) -> Path:

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelnix.checks.import_check import alternatives_variables
 from kernelnix.compile.variant import BuildError, build_variant
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.fileio import write_atomic
@@ -85,7 +86,7 @@ def build_planned(
             with display.building(name, out_dir / WORK_DIR / f"{name}.log"):
                 environments = _environments(plan.variants[system][name])
                 target = None if noarch else glibc.assembled()
-                if not environments:
+                if not environments.on_path:
                     built = build_variant(
                         plan,
                         system,
@@ -145,12 +146,22 @@ class _PlanFile:
         return self.path
 
 
-def _environments(variant: PlanVariant) -> list[LockedEnvironment]:
-    """The locked environments a variant builds and imports in: its Torch's (a
-    compiled variant of a locked build set) and its python-depends' (any variant)."""
+@dataclass(frozen=True)
+class _Environments:
+    """The locked environments a variant builds and imports in, in PYTHONPATH's
+    order: its Torch's (a compiled variant of a locked build set) and its
+    python-depends' (any variant); and the python-depends' other releases that
+    the import check tries where the variant fails to load with the first."""
+
+    on_path: list[LockedEnvironment]
+    alternatives: list[LockedEnvironment]
+
+
+def _environments(variant: PlanVariant) -> _Environments:
     torch = locked_environment(variant)
     depends = locked_python_depends(variant.metadata.python_depends, variant.system)
-    return [found for found in (torch, depends) if found is not None]
+    on_path = [found for found in (torch, *depends[:1]) if found is not None]
+    return _Environments(on_path, depends[1:])
 
 
 def _build_in_environment(
@@ -160,7 +171,7 @@ def _build_in_environment(
     directory: Path,
     out_dir: Path,
     jobs: int | None,
-    environments: list[LockedEnvironment],
+    environments: _Environments,
     redistributable: bool,
     glibc_target: Path | None,
 ) -> Path:
@@ -168,7 +179,8 @@ def _build_in_environment(
     variant's locked wheels (kernelnix.host.environments), not this Python's, and
     whose python-depends are theirs."""
     log = lambda line: print(line, flush=True)  # noqa: E731
-    roots = [materialize(environment, log=log) for environment in environments]
+    roots = [materialize(environment, log=log) for environment in environments.on_path]
+    others = [materialize(environment, log=log) for environment in environments.alternatives]
     work = out_dir / WORK_DIR
     command = [
         sys.executable,
@@ -181,9 +193,13 @@ def _build_in_environment(
         *(["--redistributable"] if redistributable else []),
         *(["--glibc-target", str(glibc_target)] if glibc_target else []),
     ]
-    for environment, root in zip(environments, roots, strict=True):
+    for environment, root in zip(environments.on_path, roots, strict=True):
         print(f"+ {environment.describe()} from {root}", flush=True)
-    done = run_shown(command, env=environment_variables(roots, dict(os.environ)))
+    for environment, root in zip(environments.alternatives, others, strict=True):
+        print(f"+ if it fails to load: {environment.describe()} from {root}", flush=True)
+    variables = environment_variables(roots, dict(os.environ))
+    variables.update(alternatives_variables(roots[-1], others))
+    done = run_shown(command, env=variables)
     if done.returncode != 0:
         raise BuildError(f"{name}: the build step failed (exit {done.returncode}, see above)")
     return out_dir / name

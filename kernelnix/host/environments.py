@@ -156,21 +156,23 @@ PYTHON_DEPENDS_KEY = "python-depends"
 
 def locked_python_depends(
     names: list[str], system: str, tag: str | None = None, lock: dict[str, Any] | None = None
-) -> LockedEnvironment | None:
-    """The wheels of a variant's python-depends `names` and of what they require
-    (kernelnix.host.python_wheels locks them), None without python-depends; a
-    UserError naming each name the lock has no wheels of."""
+) -> list[LockedEnvironment]:
+    """The environments of a variant's python-depends `names` (their wheels and
+    what they require; kernelnix.host.python_wheels locks them), the preferred
+    first, then one per further release a name's lock holds (`alternatives`),
+    the others' preferred ones beside it; none without python-depends. A
+    UserError names each name the lock has no wheels of."""
     if not names:
-        return None
+        return []
     lock = host_lock() if lock is None else lock
     tag = tag or python_tag()
     entries = lock.get(PYTHON_DEPENDS_KEY, {}).get(system, {}).get(tag, {})
     problems = []
-    files: dict[str, None] = {}
+    releases: list[list[list[str]]] = []
     for name in names:
         entry = entries.get(name, {})
         if "wheels" in entry:
-            files.update(dict.fromkeys(entry["wheels"]))
+            releases.append([entry["wheels"], *entry.get("alternatives", [])])
             continue
         why = entry.get("missing") or f"the lock has no python-depends for {tag} on {system}"
         problems.append(
@@ -185,11 +187,18 @@ def locked_python_depends(
     if problems:
         raise UserError(problems)
     wheels = lock["wheels"]
-    return LockedEnvironment(
-        key=f"{PYTHON_DEPENDS_KEY}-{'-'.join(sorted(names))}",
-        torch="",
-        wheels=tuple(LockedWheel(n, wheels[n]["url"], wheels[n]["hash"]) for n in files),
-    )
+    key = f"{PYTHON_DEPENDS_KEY}-{'-'.join(sorted(names))}"
+    found = []
+    for index in range(max(map(len, releases))):
+        files = dict.fromkeys(f for r in releases for f in r[min(index, len(r) - 1)])
+        found.append(
+            LockedEnvironment(
+                key=key if index == 0 else f"{key}-alternative-{index}",
+                torch="",
+                wheels=tuple(LockedWheel(n, wheels[n]["url"], wheels[n]["hash"]) for n in files),
+            )
+        )
+    return found
 
 
 def not_locked_reason(

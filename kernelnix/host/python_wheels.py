@@ -8,10 +8,16 @@ kernelnix.host.host_wheels:
   loader's list), per system and Python tag, the wheels of its pip packages
   and of everything they require, Torch excepted (a variant has its own):
 
-      python-depends: system -> Python tag -> name -> {wheels: [file...]} | {missing: why}
+      python-depends: system -> Python tag -> name ->
+          {wheels: [file...], alternatives?: [[file...]...]} | {missing: why}
 
   A variant's environment holds those of its python-depends, so its import
   check and ci-test see what `pip install` of the kernel's dependencies gives.
+  A package whose `lock` is a list locks each release it names: `wheels` the
+  first, `alternatives` the others. The loader accepts any release, and no one
+  release serves every kernel (nvidia-cutlass-dsl 4.6 removed what 4.5's users
+  call), so a variant is checked with the first that it loads with
+  (kernelnix.host.environments.locked_python_depends gives them in order).
 - **what loads with every kernel** (kernelnix/data/python-imports.json, which
   kernelnix.checks.tables reads): the top-level modules of the distributions
   that the Torch wheel of each build set requires, and of those the `kernels`
@@ -68,15 +74,24 @@ def _not_torch(name: str) -> bool:
     return canonicalize_name(name) != "torch"
 
 
-def depends_packages(table: dict[str, Any]) -> dict[str, list[str]]:
-    """python-depends name -> the requirements to lock, from python_dependencies.json:
-    a package's `lock` requirement where it has one, else the package."""
+def depends_packages(table: dict[str, Any]) -> dict[str, list[list[str]]]:
+    """python-depends name -> the requirements to lock, one list per release
+    (the preferred first), from python_dependencies.json: a package's `lock`
+    requirement (or its list of them) where it has one, else the package. A
+    package with fewer `lock` entries than another of the same name keeps its last."""
     entries = [table["general"], *table["backends"].values()]
-    return {
-        name: [package.get("lock", package["pkg"]) for package in entry.get("python", [])]
-        for group in entries
-        for name, entry in group.items()
-    }
+    found: dict[str, list[list[str]]] = {}
+    for group in entries:
+        for name, entry in group.items():
+            choices = [_lock_choices(package) for package in entry.get("python", [])]
+            count = max(map(len, choices), default=1)
+            found[name] = [[c[min(i, len(c) - 1)] for c in choices] for i in range(count)]
+    return found
+
+
+def _lock_choices(package: dict[str, Any]) -> list[str]:
+    lock = package.get("lock", package["pkg"])
+    return [lock] if isinstance(lock, str) else list(lock)
 
 
 def lock_python_depends(
@@ -91,19 +106,28 @@ def lock_python_depends(
         for python in python_tags:
             target = Target(system, python)
             names: dict[str, Any] = {}
-            for name, packages in sorted(depends_packages(table).items()):
+            for name, releases in sorted(depends_packages(table).items()):
                 log(f"resolving python-depends {name} for {python} {system}")
-                roots = [Requirement(package) for package in packages]
-                try:
-                    found = resolver.closure(roots, target, {}, follows=_not_torch)
-                except (OSError, ValueError) as error:
-                    found = f"cannot read its index page or a wheel's metadata: {error}"
-                if isinstance(found, str):
-                    names[name] = {"missing": f"{found}; run `{LOCK_COMMAND}` to lock it anew"}
-                else:
-                    names[name] = {"wheels": found}
+                names[name] = _lock_releases(resolver, releases, target)
             locked.setdefault(system, {})[python] = names
     return locked
+
+
+def _lock_releases(resolver: Resolver, releases: list[list[str]], target: Target) -> dict[str, Any]:
+    """One name's lock entry: the wheels of each release's requirements and of
+    what they require, or why one of them cannot be locked."""
+    closures = []
+    for packages in releases:
+        roots = [Requirement(package) for package in packages]
+        try:
+            found = resolver.closure(roots, target, {}, follows=_not_torch)
+        except (OSError, ValueError) as error:
+            found = f"cannot read its index page or a wheel's metadata: {error}"
+        if isinstance(found, str):
+            return {"missing": f"{found}; run `{LOCK_COMMAND}` to lock it anew"}
+        closures.append(found)
+    first, *others = closures
+    return {"wheels": first, **({"alternatives": others} if others else {})}
 
 
 @functools.cache
@@ -204,7 +228,7 @@ def lock_python_file(
     for by_tag in locked.values():
         for entries in by_tag.values():
             for entry in entries.values():
-                for name in entry.get("wheels", []):
+                for name in _entry_wheels(entry):
                     wheels[name] = _locked_file(resolver, name)
     host["python-depends"] = locked
     used = _used_wheels(host)
@@ -231,8 +255,16 @@ def _used_wheels(host: dict[str, Any]) -> set[str]:
         for by_tag in host.get(kind, {}).values():
             for entries in by_tag.values():
                 for entry in entries.values():
-                    used.update(entry.get("wheels", []), entry.get("toolkit", []))
+                    used.update(_entry_wheels(entry), entry.get("toolkit", []))
     return used
+
+
+def _entry_wheels(entry: dict[str, Any]) -> list[str]:
+    """Every wheel a lock entry names, its alternatives' included."""
+    return [
+        *entry.get("wheels", []),
+        *(w for other in entry.get("alternatives", []) for w in other),
+    ]
 
 
 def _locked_file(resolver: Resolver, name: str) -> dict[str, str]:

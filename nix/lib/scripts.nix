@@ -60,25 +60,45 @@ in
   #
   # A variant built in an environment of its own (the host toolchain's locked
   # wheels: `wheelEnv`) is tested in it, its Torch first on PYTHONPATH, as its
-  # import check loaded it, with its python-depends (`dependsEnv`) after it. A CPU variant's environment holds Torch's CUDA wheel
-  # (PyPI has no CPU one), so the loader is told to ask for the CPU backend
-  # (kernelnix.checks.ci_backend), as users of a CUDA Torch do.
+  # import check loaded it, with its python-depends (`dependsEnv`) after it. A
+  # CPU variant's environment holds Torch's CUDA wheel (PyPI has no CPU one), so
+  # the loader is told to ask for the CPU backend (kernelnix.checks.ci_backend),
+  # as users of a CUDA Torch do.
   ciTest =
     variantName: variant:
     let
       environment = variant.wheelEnv or null;
       depends = variant.dependsEnv or null;
+      alternatives = variant.dependsAlternatives or [ ];
       backend = plan.variants.${system}.${variantName}.backend;
       askCpu = environment != null && backend == "cpu";
-      pythonPath = builtins.concatStringsSep ":" (
-        [
-          "$packages"
-          "${variant}/${variantName}"
-        ]
-        ++ (if environment == null then [ ] else [ "${environment}" ])
-        ++ (if depends == null then [ ] else [ "${depends}" ])
-        ++ (if askCpu then [ "${kernelnixSrc}" ] else [ ])
-      );
+      pathWith =
+        dependsPath:
+        builtins.concatStringsSep ":" (
+          [
+            "$packages"
+            "${variant}/${variantName}"
+          ]
+          ++ (if environment == null then [ ] else [ "${environment}" ])
+          ++ (if depends == null then [ ] else [ dependsPath ])
+          ++ (if askCpu then [ "${kernelnixSrc}" ] else [ ])
+        );
+      pythonPath = pathWith "$depends";
+      # Where the lock holds other releases of the python-depends, the tests run
+      # with the first the package imports with, as its import check chose.
+      chooseDepends =
+        if alternatives == [ ] then
+          ""
+        else
+          ''
+            for candidate in ${depends} ${builtins.concatStringsSep " " (map toString alternatives)}; do
+              if PYTHONPATH="${pathWith "$candidate"}" "$KERNELNIX_PYTHON" -c ${shellQuote "import ${plan.python-name}"} >/dev/null 2>&1; then
+                depends=$candidate
+                break
+              fi
+            done
+            echo "ci-test: python-depends from $depends"
+          '';
     in
     if tests == null then
       script variantName "ci-test" ''echo "ci-test: no tests/ directory; nothing to run"''
@@ -88,6 +108,8 @@ in
         packages=$(mktemp -d)
         trap 'rm -rf "$packages"' EXIT
         ln -s ${variant}/${variantName} "$packages"/${shellQuote plan.python-name}
+        ${if depends == null then "" else "depends=${depends}"}
+        ${chooseDepends}
         export PYTHONPATH="${pythonPath}" KERNEL_PATH=${variant} PYTHONDONTWRITEBYTECODE=1
         ${if repoId == null then "" else "export LOCAL_KERNELS=${shellQuote "${repoId}=${variant}"}"}
         ${if askCpu then "export KERNELNIX_CI_BACKEND=cpu" else ""}

@@ -23,6 +23,7 @@ from kernelnix.checks import (
     discover_variants,
     run_checks,
 )
+from kernelnix.checks.import_check import ALTERNATIVES_VARIABLE, alternatives_variables
 from kernelnix.commands.check import check
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.version import Version
@@ -137,17 +138,24 @@ def test_import_failure_reports_the_loaders_error(tmp_path: Path, extension: Pat
     assert violation.found.endswith(f" (with torch {version('torch')})")
 
 
+def einops_site(root: Path, release: str, source: str = "") -> Path:
+    """A site directory with an einops distribution of `release`."""
+    site = root / f"einops-{release}"
+    (site / "einops").mkdir(parents=True)
+    (site / "einops" / "__init__.py").write_text(source)
+    (site / f"einops-{release}.dist-info").mkdir()
+    (site / f"einops-{release}.dist-info" / "METADATA").write_text(
+        f"Name: einops\nVersion: {release}\n"
+    )
+    return site
+
+
 def test_import_failure_names_the_releases_of_its_python_depends(
     tmp_path: Path, extension: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An API a python-depends dropped fails the import: the message names the
     release the variant's environment had."""
-    site = tmp_path / "site"
-    (site / "einops").mkdir(parents=True)
-    (site / "einops" / "__init__.py").write_text("")
-    (site / "einops-0.8.2.dist-info").mkdir()
-    (site / "einops-0.8.2.dist-info" / "METADATA").write_text("Name: einops\nVersion: 0.8.2\n")
-    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.setenv("PYTHONPATH", str(einops_site(tmp_path, "0.8.2")))
     init = INIT + "\nfrom einops import removed_api\n"
     variant = make_variant(
         tmp_path / "build",
@@ -158,6 +166,41 @@ def test_import_failure_names_the_releases_of_its_python_depends(
     (violation,) = run_checks(variant, CheckOptions()).violations
     assert "ImportError: cannot import name 'removed_api' from 'einops'" in violation.found
     assert violation.found.endswith(f" (with torch {version('torch')}, einops 0.8.2)")
+
+
+def test_a_variant_loads_with_the_first_locked_release_it_can(
+    tmp_path: Path, extension: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the lock holds several releases of a python-depends, a variant that
+    fails with the first is checked with the others in turn (their environments
+    named as the build step names them), and passes with one it loads with."""
+    newest = einops_site(tmp_path, "0.9.0")
+    older = einops_site(tmp_path, "0.8.0")
+    oldest = einops_site(tmp_path, "0.7.0", "removed_api = 1\n")
+    monkeypatch.setenv("PYTHONPATH", str(newest))
+    variables = alternatives_variables(newest, [older, oldest])
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    init = INIT + "\nfrom einops import removed_api\n"
+    variant = make_variant(
+        tmp_path / "build",
+        library=extension,
+        files={"__init__.py": init},
+        metadata={"python-depends": ["einops"]},
+    )
+    report = run_checks(variant, CheckOptions())
+    assert report.violations == [], report.render()
+    (note,) = report.notes
+    assert note.startswith(f"imported with torch {version('torch')}, einops 0.7.0, after the first")
+    assert "cannot import name 'removed_api' from 'einops'" in note
+    assert "(with torch" in note and "einops 0.9.0)" in note and "einops 0.8.0)" in note
+
+    # With no release it loads with, the violation names each it failed with.
+    monkeypatch.setenv(ALTERNATIVES_VARIABLE, str(older))
+    (violation,) = run_checks(variant, CheckOptions()).violations
+    assert violation.found.startswith("import failed: ImportError: cannot import name")
+    first, other = violation.found.split("; with the lock's other releases of its python-depends: ")
+    assert first.endswith("einops 0.9.0)") and other.endswith("einops 0.8.0)")
 
 
 def test_variant_for_another_backend_is_not_imported(tmp_path: Path, extension: Path) -> None:

@@ -210,7 +210,8 @@ def test_python_depends_come_from_the_lock_and_the_variant_loads_in_a_cuda_torch
     nvidia-cutlass-dsl (whose `cutlass` is importable only through a .pth file).
     With Torch 2.14's CUDA build set locked, its variant's import check loads it
     through `kernels` in that Torch with the python-depends from the lock: none of
-    them is installed here."""
+    them is installed here. The lock holds two releases of nvidia-cutlass-dsl;
+    flash-attn4 uses what the first (4.6.1) removed, so it loads with the second."""
     url, env = kernelnix_clone(tmp_path / "kernelnix", ("2.14-cuda-13",))
     directory = kernel_builder_project(COMMUNITY / "flash-attn4", tmp_path / "flash-attn4", url)
     bundle = build_bundle(Community(url, env, tmp_path), directory)
@@ -218,6 +219,8 @@ def test_python_depends_come_from_the_lock_and_the_variant_loads_in_a_cuda_torch
     log = variant_log(directory, env, "torch-cuda")
     assert "redistributable, import]" in log and "ok    torch-cuda: no violations" in log, log
     assert "import check skipped" not in log
+    assert "nvidia-cutlass-dsl 4.5.0, after the first python-depends' releases failed" in log
+    assert "nvidia-cutlass-dsl 4.6.1)" in log
     variant = ".#packages.x86_64-linux.torch-cuda"
     torch = nix(directory, env, "eval", "--raw", f"{variant}.wheelEnv").stdout
     assert torch.endswith("-kernelnix-env-2.14-cuda-13")
@@ -225,6 +228,10 @@ def test_python_depends_come_from_the_lock_and_the_variant_loads_in_a_cuda_torch
     assert {"einops", "tvm_ffi", "nvidia_cutlass_dsl"} <= {p.name for p in depends.iterdir()}
     # cutlass is on sys.path through the wheel's .pth file, which the hook runs.
     assert (depends / "sitecustomize.py").is_file() and any(depends.glob("*.pth"))
+    others = nix(directory, env, "eval", "--json", f"{variant}.dependsAlternatives").stdout
+    (other,) = json.loads(others)
+    releases = {p.name for p in Path(other).iterdir() if p.name.endswith(".dist-info")}
+    assert "nvidia_cutlass_dsl-4.5.0.dist-info" in releases
 
 
 def test_a_module_the_loader_requires_loads_and_one_nothing_guarantees_is_refused(

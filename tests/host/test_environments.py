@@ -195,12 +195,17 @@ LOCK = {
                 "einops": {"wheels": ["einops.whl", "shared.whl"]},
                 "tvm-ffi": {"wheels": ["tvm.whl", "shared.whl"]},
                 "helion": {"missing": "no wheel of psutil for cp311 x86_64-linux on PyPI"},
+                # Two further releases, the first preferred.
+                "dsl": {
+                    "wheels": ["dsl-2.whl", "shared.whl"],
+                    "alternatives": [["dsl-1.whl", "shared.whl"], ["dsl-0.whl"]],
+                },
             }
         }
     },
 }
-for _name in ("einops.whl", "shared.whl", "tvm.whl"):
-    LOCK["wheels"][_name] = {"url": f"https://example.invalid/{_name}", "hash": "sha256-z"}
+for _name in ("einops.whl", "shared.whl", "tvm.whl", "dsl-2.whl", "dsl-1.whl", "dsl-0.whl"):
+    LOCK["wheels"][_name] = {"url": f"https://example.invalid/{_name}", "hash": f"sha256-{_name}"}
 
 
 def test_a_variant_finds_its_environment_by_build_set() -> None:
@@ -226,11 +231,27 @@ def test_a_cuda_noarch_variant_loads_in_the_lock_s_noarch_build_set() -> None:
 
 
 def test_python_depends_environment_holds_each_wheel_once() -> None:
-    found = locked_python_depends(["einops", "tvm-ffi"], "x86_64-linux", "cp311", LOCK)
-    assert found is not None
+    [found] = locked_python_depends(["einops", "tvm-ffi"], "x86_64-linux", "cp311", LOCK)
     assert [w.name for w in found.wheels] == ["einops.whl", "shared.whl", "tvm.whl"]
     assert found.describe() == "python-depends-einops-tvm-ffi"
-    assert locked_python_depends([], "x86_64-linux", "cp311", LOCK) is None
+    assert locked_python_depends([], "x86_64-linux", "cp311", LOCK) == []
+
+
+def test_a_name_with_several_locked_releases_gives_an_environment_for_each() -> None:
+    found = locked_python_depends(["einops", "dsl"], "x86_64-linux", "cp311", LOCK)
+    # The preferred releases first, then each further release of `dsl` with
+    # einops' one release beside it.
+    assert [[w.name for w in e.wheels] for e in found] == [
+        ["einops.whl", "shared.whl", "dsl-2.whl"],
+        ["einops.whl", "shared.whl", "dsl-1.whl"],
+        ["einops.whl", "shared.whl", "dsl-0.whl"],
+    ]
+    assert [e.describe() for e in found] == [
+        "python-depends-dsl-einops",
+        "python-depends-dsl-einops-alternative-1",
+        "python-depends-dsl-einops-alternative-2",
+    ]
+    assert len({e.digest for e in found}) == 3
 
 
 def test_a_python_depends_the_lock_lacks_names_why_and_the_command() -> None:

@@ -59,6 +59,11 @@ PACKAGES = {
         )
     ],
     "packaging": [wheel("packaging", "26.2", "py3-none-any", [], {"packaging/__init__.py": ""})],
+    "dsl": [
+        wheel("dsl", release, "py3-none-any", requires, {"dsl/__init__.py": ""})
+        for release, requires in [("4.7.0", []), ("4.6.1", ["dsl-libs==4.6.1"]), ("4.5.0", [])]
+    ],
+    "dsl-libs": [wheel("dsl-libs", "4.6.1", "py3-none-any", [], {"dsl_libs/__init__.py": ""})],
     "jinja2": [wheel("jinja2", "3.1.6", "py3-none-any", [], {"jinja2/__init__.py": ""})],
     "triton": [wheel("triton", "3.7.1", LINUX_X86, [], {"triton/__init__.py": ""})],
     "nvidia-cudnn-cu13": [
@@ -96,7 +101,11 @@ TABLE = {
         },
     },
     "backends": {
-        "cuda": {"helper": {"python": [{"pkg": "helper-lib"}]}},
+        "cuda": {
+            "helper": {"python": [{"pkg": "helper-lib"}]},
+            "dsl": {"python": [{"pkg": "dsl", "lock": ["dsl==4.6.1", "dsl==4.5.0"]}]},
+            "dsl-missing": {"python": [{"pkg": "dsl", "lock": ["dsl==4.6.1", "dsl==3.0"]}]},
+        },
         "xpu": {"absent": {"python": [{"pkg": "not-on-the-index"}]}},
     },
 }
@@ -127,6 +136,18 @@ def test_python_depends_are_locked_with_what_they_require(index: str) -> None:
         "no wheel of not-on-the-index for cp311 x86_64-linux on PyPI"
     )
     assert names["absent"]["missing"].endswith("run `kernelnix lock-wheels` to lock it anew")
+
+
+def test_a_list_of_lock_requirements_locks_each_release(index: str) -> None:
+    locked = lock_python_depends(Resolver(index, print), TABLE, ["cp311"], print)
+    names = locked["x86_64-linux"]["cp311"]
+    # Each release with what it requires, the first in `wheels`; not the newest.
+    assert names["dsl"] == {
+        "wheels": ["dsl-4.6.1-py3-none-any.whl", "dsl_libs-4.6.1-py3-none-any.whl"],
+        "alternatives": [["dsl-4.5.0-py3-none-any.whl"]],
+    }
+    # A release the index lacks leaves the name unlocked, saying which.
+    assert names["dsl-missing"]["missing"].startswith("no wheel of dsl==3.0 for cp311")
 
 
 def url_of(index: str, project: str) -> str:

@@ -186,6 +186,7 @@ let
               step.env // { inherit wheelEnv; } // identity wheelEnv;
           };
       depends = wheels.dependsWheels system (tag system) variant;
+      alternatives = wheels.dependsAlternatives system (tag system) variant;
     in
     withWheels
     // {
@@ -198,6 +199,12 @@ let
             { }
           else
             { dependsEnv = wheels.dependsEnvironment system scriptEnv depends; }
+        )
+        // (
+          if alternatives == [ ] then
+            { }
+          else
+            { dependsAlternatives = map (wheels.dependsEnvironment system scriptEnv) alternatives; }
         );
     };
 in

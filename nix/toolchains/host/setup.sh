@@ -32,6 +32,13 @@ if [ -n "${dependsEnv:-}" ]; then
   # The variant's python-depends from the wheel lock (wheels.nix), after its Torch.
   PYTHONPATH="${wheelEnv:+$wheelEnv:}$dependsEnv:$kernelnix"
 fi
+if [ -n "${dependsAlternatives:-}" ]; then
+  # Their other locked releases, which the import check tries where the variant
+  # fails to load with the first (kernelnix.checks.import_check).
+  export KERNELNIX_PYTHON_DEPENDS="$dependsEnv"
+  KERNELNIX_PYTHON_DEPENDS_ALTERNATIVES=$(printf '%s' "$dependsAlternatives" | tr ' ' ':')
+  export KERNELNIX_PYTHON_DEPENDS_ALTERNATIVES
+fi
 if [ -n "${hostIdentity:-}" ]; then
   # -B: no bytecode written into kernelnix's source, a store path.
   "$KERNELNIX_PYTHON" -B -m kernelnix.host.identity "$hostIdentity" || exit 1

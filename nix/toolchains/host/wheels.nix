@@ -108,6 +108,7 @@ rec {
     map (name: {
       inherit name;
       wheels = (locked.${name} or { }).wheels or null;
+      alternatives = (locked.${name} or { }).alternatives or [ ];
       why = (locked.${name} or { }).missing or "the lock has no python-depends for ${toString tag} on ${system}";
     }) names;
   dependsMissing =
@@ -124,13 +125,35 @@ rec {
         ) missing
       )
       + "; run `kernelnix lock-wheels`";
-  # The wheels of a variant's python-depends, each once, or [ ] (none, or not locked).
-  dependsWheels =
-    system: tag: variant:
+  # The wheels of a variant's python-depends, each once, or [ ] (none, or not
+  # locked): `release` 0 the lock's first releases of them; 1, 2, ... a name's
+  # `alternatives` (its other releases), each name without as many its last.
+  releaseWheels =
+    system: tag: variant: release:
     let
       found = builtins.filter (e: e.wheels != null) (dependsEntries system tag variant);
+      pick =
+        e:
+        let
+          releases = [ e.wheels ] ++ e.alternatives;
+          count = builtins.length releases;
+        in
+        builtins.elemAt releases (if release < count then release else count - 1);
     in
-    builtins.foldl' (acc: e: acc ++ builtins.filter (w: !builtins.elem w acc) e.wheels) [ ] found;
+    builtins.foldl' (acc: e: acc ++ builtins.filter (w: !builtins.elem w acc) (pick e)) [ ] found;
+  dependsWheels = system: tag: variant: releaseWheels system tag variant 0;
+  # The wheels of each further release of a variant's python-depends, in the
+  # order the import check tries them where the variant fails to load with the
+  # first (kernelnix.checks.import_check), or [ ].
+  dependsAlternatives =
+    system: tag: variant:
+    let
+      counts = map (e: builtins.length e.alternatives) (
+        builtins.filter (e: e.wheels != null) (dependsEntries system tag variant)
+      );
+      most = builtins.foldl' (a: b: if b > a then b else a) 0 counts;
+    in
+    builtins.genList (i: releaseWheels system tag variant (i + 1)) most;
 
   # Unpacked wheels merged into one store path of links: a PYTHONPATH entry.
   merged =
