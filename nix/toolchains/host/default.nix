@@ -198,13 +198,17 @@ let
           if depends == [ ] then
             { }
           else
-            { dependsEnv = wheels.dependsEnvironment system scriptEnv depends; }
+            { dependsEnv = wheels.dependsEnvironment system scriptEnv 0 depends; }
         )
         // (
           if alternatives == [ ] then
             { }
           else
-            { dependsAlternatives = map (wheels.dependsEnvironment system scriptEnv) alternatives; }
+            {
+              dependsAlternatives = builtins.genList (
+                i: wheels.dependsEnvironment system scriptEnv (i + 1) (builtins.elemAt alternatives i)
+              ) (builtins.length alternatives);
+            }
         );
     };
 in

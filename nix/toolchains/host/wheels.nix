@@ -173,9 +173,12 @@ rec {
     );
 
   # The python-depends' environment of a variant (dependsWheels' names), on
-  # PYTHONPATH after its Torch's.
+  # PYTHONPATH after its Torch's; `release` 0, or the number of an alternative.
   dependsEnvironment =
-    system: scriptEnv: names: merged system scriptEnv "kernelnix-python-depends" names { };
+    system: scriptEnv: release: names:
+    merged system scriptEnv (
+      "kernelnix-python-depends" + (if release == 0 then "" else "-alternative-${toString release}")
+    ) names { };
 
   # The environment of an entry: one store path, the variant's PYTHONPATH.
   environment =
