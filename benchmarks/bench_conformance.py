@@ -8,7 +8,12 @@ Heavy (hours on two cores) and not part of the default run: `benchmarks/run
 1. its folder is extracted from the kernels-community git snapshot
    (`$KERNELNIX_COMMUNITY_GIT`, a git directory) into the work directory;
 2. the variant: `torch214-cxx11-cu130-x86_64-linux`, else the kernel's stable-ABI
-   CUDA 13.0 variant (a kernel built for the Torch stable ABI has no other);
+   CUDA 13.0 variant (a kernel built for the Torch stable ABI has no other). A
+   kernel whose flags pin a C++ standard older than C++20 (`-std=c++17` in its
+   cuda-flags, which come after the build's own standard, in kernel-builder too)
+   cannot build against Torch 2.14, whose headers stop with `#error` below C++20:
+   it gets the newest Torch variant before 2.14 (`torch213-cxx11-cu130`), whose
+   headers need C++17, and the table says so;
 3. the archs: `9.0`, plus, for a CUDA kernel planned without any 9.0, its first
    planned arch (`--cuda-archs` refuses a kernel it would leave empty);
 4. `kernelnix build --local DIR --variant V --cuda-archs A -j 2 --no-progress`,
@@ -45,6 +50,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from figures import Figure, Unavailable
 
@@ -59,6 +65,10 @@ COMMUNITY_GIT = Path(
 SYSTEM = "x86_64-linux"
 VARIANT = f"torch214-cxx11-cu130-{SYSTEM}"
 STABLE_VARIANT = re.compile(rf"torch-stable-abi\d+-cu130-{SYSTEM}")
+# Torch 2.14's ATen.h requires C++20; 2.13's requires C++17.
+CXX20_TORCH = (2, 14)
+TORCH_VARIANT = re.compile(rf"torch(\d)(\d+)-cxx11-cu130-{SYSTEM}")
+PINNED_STANDARD = re.compile(r"^-std=(?:c|gnu)\+\+(\d+)$")
 DEVELOPMENT_ARCH = "9.0"
 CAP_MINUTES = 30.0
 JOBS = 2
@@ -82,6 +92,11 @@ _CXX17 = (
     "its cuda-flags set -std=c++17, and Torch 2.14's headers require C++20 (ATen.h "
     "stops with #error); kernel-builder also applies a kernel's cuda-flags after the "
     "language standard, so Torch 2.14 refuses it there too"
+)
+OLDER_TORCH = (
+    "built against Torch 2.13: its flags pin -std=c++17, and Torch 2.14's headers require "
+    "C++20 (ATen.h stops with #error); kernel-builder applies a kernel's cuda-flags after "
+    "the language standard too, so its Torch 2.14 variant fails there as well"
 )
 # Notes on a passing kernel's row, by kernel: what its time does not say.
 NOTES: dict[str, str] = {
@@ -186,13 +201,36 @@ def extract(kernel: str, destination: Path, git_dir: Path = COMMUNITY_GIT) -> Pa
 # --- what to build ---------------------------------------------------------------
 
 
-def choose_variant(names: Iterable[str]) -> str | None:
-    """The variant the sweep builds among a kernel's planned ones, None if none fits."""
+def choose_variant(names: Iterable[str], standard: int | None = None) -> str | None:
+    """The variant the sweep builds among a kernel's planned ones, None if none fits;
+    `standard`: the C++ standard the kernel's flags pin, if they do."""
     names = list(names)
+    if standard is not None and standard < 20:
+        older = [
+            (version, name)
+            for name in names
+            if (found := TORCH_VARIANT.fullmatch(name))
+            and (version := (int(found[1]), int(found[2]))) < CXX20_TORCH
+        ]
+        if older:
+            return max(older)[1]
     if VARIANT in names:
         return VARIANT
     stable = sorted(n for n in names if STABLE_VARIANT.fullmatch(n))
     return stable[-1] if stable else None
+
+
+def pinned_standard(kernels: Mapping[str, Mapping[str, Any]]) -> int | None:
+    """The oldest C++ standard (17 for `-std=c++17`) that the plan's kernel sections
+    pin in their cuda-flags or cxx-flags, None when none pins one."""
+    pinned = [
+        int(found[1])
+        for kernel in kernels.values()
+        for key in ("cuda-flags", "cxx-flags")
+        for flag in kernel.get(key) or []
+        if (found := PINNED_STANDARD.match(str(flag)))
+    ]
+    return min(pinned, default=None)
 
 
 def _base(arch: str) -> str:
@@ -320,8 +358,10 @@ def render_table(
         f"Each kernel of kernels-community (snapshot {snapshot}) with a CUDA backend,",
         "as kernelnix's config loader reads its build.toml, smallest CUDA sources first:",
         f"`kernelnix build --local` of `{VARIANT}` (else the kernel's stable-ABI",
-        f"CUDA 13.0 variant) for arch {DEVELOPMENT_ARCH} (plus a kernel's first arch where it",
-        "has no 9.0), its Torch 2.14.1+cu130 from the locked wheels, `-j 2`, ccache on,",
+        "CUDA 13.0 variant; a kernel whose flags pin C++17, which Torch 2.14's headers",
+        "refuse, `torch213-cxx11-cu130`)",
+        f"for arch {DEVELOPMENT_ARCH} (plus a kernel's first arch where it",
+        "has no 9.0), its Torch from the locked wheels, `-j 2`, ccache on,",
         "on a 2-core machine without a GPU; the post-build checks and the import of the",
         "kernel in its own Torch. `pass`: built, no violations, imported. A time is",
         "shorter where ccache held objects of an earlier build on this machine (a kernel",
@@ -342,6 +382,8 @@ def render_table(
         whose = f"{outcome.whose}: {outcome.reason}" if outcome.whose else outcome.reason
         if outcome.result == PASS and name in NOTES:
             whose = NOTES[name]
+        if TORCH_VARIANT.fullmatch(outcome.variant) and outcome.variant != VARIANT:
+            whose = "; ".join(filter(None, [OLDER_TORCH, whose]))
         where = f"`{outcome.variant}` {outcome.archs}" if outcome.variant else "-"
         error = f"`{_cell(outcome.error).replace('`', chr(39))}`" if outcome.error else "-"
         lines.append(
@@ -391,8 +433,9 @@ def planned(directory: Path, work: Path) -> tuple[str | None, list[str]]:
         capture_output=True,
         text=True,
     )
-    variants = json.loads(plan.read_text())["variants"].get(SYSTEM, {})
-    variant = choose_variant(variants)
+    document = json.loads(plan.read_text())
+    variants = document["variants"].get(SYSTEM, {})
+    variant = choose_variant(variants, pinned_standard(document.get("kernels", {})))
     if variant is None:
         return None, []
     return variant, choose_archs(variants[variant]["kernels"])

@@ -6,8 +6,10 @@
 `kernelnix.cmake` and `probe_torch.py`, and the generated `include/registration.h`
 (also as `torch-ext/registration.h`, where kernel-builder puts it) and `_ops.py`.
 The project compiles the framework's binding sources and each kernel of the
-variant as its own object library (a kernel's flags reach only its own sources),
-links them into `<ops-id>.abi3.so` and installs the variant directory. Every
+variant as its own object library (a kernel's flags reach only its own sources;
+a source several kernels list compiles once, in the first, with the flags of
+each in turn), links them into `<ops-id>.abi3.so` and installs the variant
+directory. Every
 build.toml value is checked by `kernelnix.emit.escape` first, so an unsafe one
 is reported with its key path, never rendered.
 """
@@ -69,14 +71,64 @@ def _suffix(source: str) -> str:
     return PurePosixPath(source).suffix
 
 
-def _kernel_component(kernel: PlanKernel, compile: KernelCompile, target: str) -> Component:
-    sources = list(kernel.src)
+def _source_flags(source: str, compile: KernelCompile) -> list[str] | None:
+    """The flags a kernel compiles `source` with; None for a header."""
+    suffix = _suffix(source)
+    if suffix in CXX_SUFFIXES or suffix == ".mm":
+        return compile.cxx_flags
+    if suffix in (".cu", ".hip"):
+        return compile.gpu_flags
+    return None
+
+
+@dataclass
+class _Shared:
+    """Sources that several kernels of a variant list (flash-mla's two kernels share
+    their API and scheduling sources). kernel-builder compiles each source once,
+    with every listing kernel's archs and flags appended in turn; so does the
+    first kernel that lists it here (`extra`: the later kernels' flags), and the
+    later kernels leave it out (`elsewhere`), or its symbols would be defined twice."""
+
+    elsewhere: list[set[str]]
+    extra: dict[str, list[str]]
+
+
+def _shared_sources(kernels: list[tuple[PlanKernel, KernelCompile]]) -> _Shared:
+    owner: dict[str, int] = {}
+    extra: dict[str, list[str]] = {}
+    for index, (kernel, compile) in enumerate(kernels):
+        for source in dict.fromkeys(kernel.src):
+            flags = _source_flags(source, compile)
+            if flags is None:
+                continue
+            if owner.setdefault(source, index) != index:
+                extra.setdefault(source, []).extend(flags)
+    elsewhere = [
+        {s for s in kernel.src if owner.get(s, index) != index}
+        for index, (kernel, _) in enumerate(kernels)
+    ]
+    return _Shared(elsewhere, extra)
+
+
+def _kernel_component(
+    kernel: PlanKernel,
+    compile: KernelCompile,
+    target: str,
+    elsewhere: set[str],
+    extra: dict[str, list[str]],
+) -> Component:
+    sources = [s for s in kernel.src if s not in elsewhere]
     includes = [*kernel.include, *(i for d in compile.dependencies for i in d.include)]
     component = Component(target, sources, includes, kernel_header_dependencies(kernel.depends))
     gpu = [s for s in sources if _suffix(s) in (".cu", ".hip")]
-    component.add_group([s for s in sources if _suffix(s) in CXX_SUFFIXES], compile.cxx_flags)
-    component.add_group([s for s in sources if _suffix(s) == ".mm"], compile.cxx_flags)
-    component.add_group(gpu, compile.gpu_flags)
+    for group, flags in (
+        ([s for s in sources if _suffix(s) in CXX_SUFFIXES], compile.cxx_flags),
+        ([s for s in sources if _suffix(s) == ".mm"], compile.cxx_flags),
+        (gpu, compile.gpu_flags),
+    ):
+        component.add_group([s for s in group if s not in extra], flags)
+        for source in (s for s in group if s in extra):
+            component.add_group([source], [*flags, *extra[source]])
     if kernel.backend == "rocm" and gpu:
         component.languages["HIP"] = gpu
     return component
@@ -89,15 +141,20 @@ def _components(plan: Plan, variant: PlanVariant) -> list[Component]:
         [s for s in framework.src if _suffix(s) in CXX_SUFFIXES], list(framework.cxx_flags)
     )
     taken = {binding.target}
+    compiled = [(plan.kernels[name], compile) for name, compile in variant.compile.items()]
+    shared = _shared_sources(compiled)
     kernels = [
-        _kernel_component(plan.kernels[name], compile, _target_name(name, taken))
-        for name, compile in variant.compile.items()
+        _kernel_component(kernel, compile, _target_name(name, taken), elsewhere, shared.extra)
+        for name, (kernel, compile), elsewhere in zip(
+            variant.compile, compiled, shared.elsewhere, strict=True
+        )
     ]
     # The binding sees the header dependencies of the variant's kernels, as every
     # source of kernel-builder's one extension target does: flash-attn3's binding,
     # flash-attn/flash_api_stable.cpp, includes CUTLASS's headers.
     binding.dependencies = list(dict.fromkeys(d for k in kernels for d in k.dependencies))
-    return [binding, *kernels]
+    # A kernel whose every source compiles in another has nothing left to build.
+    return [binding, *(k for k in kernels if k.sources)]
 
 
 def _languages(components: list[Component]) -> list[str]:

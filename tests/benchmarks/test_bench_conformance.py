@@ -70,9 +70,25 @@ def test_variant_and_archs() -> None:
     stable = ["torch-stable-abi29-cu126-x86_64-linux", "torch-stable-abi29-cu130-x86_64-linux"]
     assert conformance.choose_variant(stable) == "torch-stable-abi29-cu130-x86_64-linux"
     assert conformance.choose_variant(["torch214-cxx11-cu126-x86_64-linux"]) is None
+    # A kernel pinning C++17 gets the newest Torch before 2.14, whose headers accept it.
+    older = [*names, "torch212-cxx11-cu130-x86_64-linux"]
+    assert conformance.choose_variant(older, 17) == "torch213-cxx11-cu130-x86_64-linux"
+    assert conformance.choose_variant(older, 20) == "torch214-cxx11-cu130-x86_64-linux"
+    assert conformance.choose_variant(stable, 17) == "torch-stable-abi29-cu130-x86_64-linux"
     kernels = {"a": ["8.0", "9.0a"], "b": ["10.0a", "12.0a"], "c": ["7.5", "12.1+PTX"]}
     assert conformance.choose_archs(kernels) == ["9.0", "10.0a", "7.5"]
     assert conformance.choose_archs({"a": ["9.0+PTX"]}) == ["9.0"]
+
+
+def test_the_standard_a_kernel_pins_is_read_from_its_flags() -> None:
+    kernels = {
+        "a": {"cuda-flags": ["-O3", "-std=c++17", "--use_fast_math"], "cxx-flags": None},
+        "b": {"cxx-flags": ["-std=gnu++20"]},
+        "c": {"cuda-flags": ["-DSTD=-std=c++14"]},
+    }
+    assert conformance.pinned_standard(kernels) == 17
+    assert conformance.pinned_standard({"b": kernels["b"], "c": kernels["c"]}) == 20
+    assert conformance.pinned_standard({"c": kernels["c"]}) is None
 
 
 def test_the_table_lists_every_kernel() -> None:

@@ -376,6 +376,37 @@ def test_a_kernel_of_headers_only_builds(tmp_path: Path) -> None:
     assert any(built.glob("*.abi3.so"))
 
 
+def relu_with_a_shared_source(root: Path) -> Path:
+    """relu with a second CPU kernel that lists relu_cpu's source too, with a flag of
+    its own (kernels-community's flash-mla: two kernels list the same API sources)."""
+    kernel = root / "relu"
+    shutil.copytree(EXAMPLES / "relu", kernel, ignore=shutil.ignore_patterns("build"))
+    (kernel / "relu_cpu" / "second.h").write_text("#pragma once\n")
+    with (kernel / "build.toml").open("a") as config:
+        config.write(
+            '\n[kernel.relu_second]\nbackend = "cpu"\ndepends = ["torch"]\n'
+            'src = ["relu_cpu/relu_cpu.cpp", "relu_cpu/second.h"]\n'
+            'cxx-flags = ["-DKERNELNIX_SECOND=1"]\n'
+        )
+    return kernel
+
+
+def test_a_source_two_kernels_list_compiles_once_with_both_kernels_flags(
+    tmp_path: Path,
+) -> None:
+    """As in kernel-builder's one extension target: compiled twice, its symbols would
+    be defined twice and the link would fail."""
+    kernel = relu_with_a_shared_source(tmp_path)
+    work = tmp_path / "work"
+    built = build_variant(
+        plan_here(kernel), SYSTEM, CPU, kernel, tmp_path / "out", jobs=2, work_dir=work
+    )
+    assert any(built.glob("*.abi3.so"))
+    commands = json.loads((work / "build" / "compile_commands.json").read_text())
+    shared = [c["command"] for c in commands if c["file"].endswith("relu_cpu/relu_cpu.cpp")]
+    assert len(shared) == 1 and "-DKERNELNIX_SECOND=1" in shared[0]
+
+
 def test_variants_this_machine_cannot_build_say_why(tmp_path: Path) -> None:
     plan = plan_here(EXAMPLES / "relu")
     with pytest.raises(UserError) as caught:

@@ -164,6 +164,33 @@ def test_kernel_flags_only_on_their_kernel() -> None:
         assert ("[[-mfma]]" in block) == (target == "kernel_activation_avx2")
 
 
+def test_a_source_several_kernels_list_is_compiled_by_the_first_with_each_ones_flags(
+    tmp_path: Path,
+) -> None:
+    kernel = tmp_path / "relu"
+    shutil.copytree(EXAMPLES / "relu", kernel, ignore=shutil.ignore_patterns("build"))
+    (kernel / "relu_cpu" / "second.h").write_text("#pragma once\n")
+    with (kernel / "build.toml").open("a") as config:
+        config.write(
+            '\n[kernel.relu_second]\nbackend = "cpu"\ndepends = ["torch"]\n'
+            'src = ["relu_cpu/relu_cpu.cpp", "relu_cpu/second.h"]\n'
+            'cxx-flags = ["-DSECOND"]\n'
+            '\n[kernel.relu_third]\nbackend = "cpu"\ndepends = ["torch"]\n'
+            'src = ["relu_cpu/relu_cpu.cpp"]\ncxx-flags = ["-DTHIRD"]\n'
+        )
+    plan = build_plan(load_config(kernel), PlanOptions(systems=(SYSTEM,), unique_id=UNIQUE))
+    blocks = _component_blocks(
+        cmake_project(plan, SYSTEM, "torch213-cxx11-cpu-x86_64-linux")["CMakeLists.txt"]
+    )
+    # The third kernel lists nothing the first does not compile: no target of its own.
+    assert set(blocks) == {"kernelnix_binding", "kernel_relu_cpu", "kernel_relu_second"}
+    assert "[[relu_cpu/relu_cpu.cpp]]" in blocks["kernel_relu_cpu"]
+    assert "[[relu_cpu/relu_cpu.cpp]]" not in blocks["kernel_relu_second"]
+    assert "[[relu_cpu/second.h]]" in blocks["kernel_relu_second"]
+    options = blocks["kernel_relu_cpu"].split("set(options")[1].split(")")[0].split()
+    assert options == ["[[-DSECOND]]", "[[-DTHIRD]]"]
+
+
 def test_the_generated_ops_module_loads_the_library_relatively() -> None:
     ops = cmake_project(plan_of("relu"), SYSTEM, "torch213-cxx11-cpu-x86_64-linux")["_ops.py"]
     assert f"from . import _relu_cpu_{UNIQUE}" in ops
