@@ -582,8 +582,12 @@ def _version_needs(
         aux = offset + vn_aux
         for _ in range(vn_cnt):
             _hash, _flags, other, vna_name, vna_next = vernaux(raw, aux)
-            version = versions[other & VERSYM_INDEX] = _cstr(strtab, vna_name)
-            files.setdefault(version, vn_file)
+            # _cstr, inlined: this loop runs for every version of every library.
+            end = strtab.find(b"\0", vna_name)
+            version = strtab[vna_name : end if end >= 0 else None].decode("utf-8", "replace")
+            versions[other & VERSYM_INDEX] = version
+            if version not in files:
+                files[version] = vn_file
             if vna_next == 0:
                 break
             aux += vna_next
