@@ -102,6 +102,10 @@ OLDER_TORCH = (
 NOTES: dict[str, str] = {
     "layer-norm": "its first build (2026-11-27) reached the 30-minute cap a few steps "
     "before the link; this time is the next one, from ccache: about 34 min in all",
+    "flash-mla": "kernelnix's, fixed: its first build (24.0 min) compiled the three sources "
+    "both its kernels list once per kernel, and the link failed on their symbols, defined "
+    "twice; now such a source compiles once, with both kernels' flags, as in kernel-builder. "
+    "This time is the build after the fix, its other objects from ccache",
 }
 REVIEWED: dict[str, tuple[str, str, str]] = {
     "megablocks": (
