@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fresh_python import run_python
-from handmade import plan_here
+from handmade import plan_here, relu_with_shared_sources
 from paths import EXAMPLE_COPY_IGNORE, EXAMPLES
 
 from kernelnix.cli import main
@@ -376,27 +376,17 @@ def test_a_kernel_of_headers_only_builds(tmp_path: Path) -> None:
     assert any(built.glob("*.abi3.so"))
 
 
-def relu_with_a_shared_source(root: Path) -> Path:
-    """relu with a second CPU kernel that lists relu_cpu's source too, with a flag of
-    its own (kernels-community's flash-mla: two kernels list the same API sources)."""
-    kernel = root / "relu"
-    shutil.copytree(EXAMPLES / "relu", kernel, ignore=shutil.ignore_patterns("build"))
-    (kernel / "relu_cpu" / "second.h").write_text("#pragma once\n")
-    with (kernel / "build.toml").open("a") as config:
-        config.write(
-            '\n[kernel.relu_second]\nbackend = "cpu"\ndepends = ["torch"]\n'
-            'src = ["relu_cpu/relu_cpu.cpp", "relu_cpu/second.h"]\n'
-            'cxx-flags = ["-DKERNELNIX_SECOND=1"]\n'
-        )
-    return kernel
-
-
 def test_a_source_two_kernels_list_compiles_once_with_both_kernels_flags(
     tmp_path: Path,
 ) -> None:
     """As in kernel-builder's one extension target: compiled twice, its symbols would
     be defined twice and the link would fail."""
-    kernel = relu_with_a_shared_source(tmp_path)
+    kernel = relu_with_shared_sources(
+        tmp_path,
+        '\n[kernel.relu_second]\nbackend = "cpu"\ndepends = ["torch"]\n'
+        'src = ["relu_cpu/relu_cpu.cpp", "relu_cpu/second.h"]\n'
+        'cxx-flags = ["-DKERNELNIX_SECOND=1"]\n',
+    )
     work = tmp_path / "work"
     built = build_variant(
         plan_here(kernel), SYSTEM, CPU, kernel, tmp_path / "out", jobs=2, work_dir=work

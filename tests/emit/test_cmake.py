@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from handmade import relu_with_shared_sources
 from paths import EXAMPLES
 
 from kernelnix.config import load_config
@@ -167,17 +168,14 @@ def test_kernel_flags_only_on_their_kernel() -> None:
 def test_a_source_several_kernels_list_is_compiled_by_the_first_with_each_ones_flags(
     tmp_path: Path,
 ) -> None:
-    kernel = tmp_path / "relu"
-    shutil.copytree(EXAMPLES / "relu", kernel, ignore=shutil.ignore_patterns("build"))
-    (kernel / "relu_cpu" / "second.h").write_text("#pragma once\n")
-    with (kernel / "build.toml").open("a") as config:
-        config.write(
-            '\n[kernel.relu_second]\nbackend = "cpu"\ndepends = ["torch"]\n'
-            'src = ["relu_cpu/relu_cpu.cpp", "relu_cpu/second.h"]\n'
-            'cxx-flags = ["-DSECOND"]\n'
-            '\n[kernel.relu_third]\nbackend = "cpu"\ndepends = ["torch"]\n'
-            'src = ["relu_cpu/relu_cpu.cpp"]\ncxx-flags = ["-DTHIRD"]\n'
-        )
+    kernel = relu_with_shared_sources(
+        tmp_path,
+        '\n[kernel.relu_second]\nbackend = "cpu"\ndepends = ["torch"]\n'
+        'src = ["relu_cpu/relu_cpu.cpp", "relu_cpu/second.h"]\n'
+        'cxx-flags = ["-DSECOND"]\n'
+        '\n[kernel.relu_third]\nbackend = "cpu"\ndepends = ["torch"]\n'
+        'src = ["relu_cpu/relu_cpu.cpp"]\ncxx-flags = ["-DTHIRD"]\n',
+    )
     plan = build_plan(load_config(kernel), PlanOptions(systems=(SYSTEM,), unique_id=UNIQUE))
     blocks = _component_blocks(
         cmake_project(plan, SYSTEM, "torch213-cxx11-cpu-x86_64-linux")["CMakeLists.txt"]

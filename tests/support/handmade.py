@@ -72,3 +72,16 @@ def make_variant(
 def plan_here(directory: Path) -> Plan:
     """The plan of `directory` for this machine's system."""
     return plan_directory(directory, PlanOptions(systems=(current_system(),)))[1]
+
+
+def relu_with_shared_sources(root: Path, tables: str) -> Path:
+    """A copy of examples/relu in `root` with kernel `tables` appended to its
+    build.toml, and relu_cpu/second.h for them to list: kernels that list
+    relu_cpu's source too (kernels-community's flash-mla: two kernels list the
+    same API sources)."""
+    kernel = root / "relu"
+    shutil.copytree(EXAMPLES / "relu", kernel, ignore=shutil.ignore_patterns("build"))
+    (kernel / "relu_cpu" / "second.h").write_text("#pragma once\n")
+    with (kernel / "build.toml").open("a") as config:
+        config.write(tables)
+    return kernel
