@@ -150,19 +150,24 @@ def einops_site(root: Path, release: str, source: str = "") -> Path:
     return site
 
 
+def einops_user(tmp_path: Path, extension: Path) -> Path:
+    """A variant with python-depends einops that imports `removed_api` from it."""
+    init = INIT + "\nfrom einops import removed_api\n"
+    return make_variant(
+        tmp_path / "build",
+        library=extension,
+        files={"__init__.py": init},
+        metadata={"python-depends": ["einops"]},
+    )
+
+
 def test_import_failure_names_the_releases_of_its_python_depends(
     tmp_path: Path, extension: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An API a python-depends dropped fails the import: the message names the
     release the variant's environment had."""
     monkeypatch.setenv("PYTHONPATH", str(einops_site(tmp_path, "0.8.2")))
-    init = INIT + "\nfrom einops import removed_api\n"
-    variant = make_variant(
-        tmp_path / "build",
-        library=extension,
-        files={"__init__.py": init},
-        metadata={"python-depends": ["einops"]},
-    )
+    variant = einops_user(tmp_path, extension)
     (violation,) = run_checks(variant, CheckOptions()).violations
     assert "ImportError: cannot import name 'removed_api' from 'einops'" in violation.found
     assert violation.found.endswith(f" (with torch {version('torch')}, einops 0.8.2)")
@@ -181,13 +186,7 @@ def test_a_variant_loads_with_the_first_locked_release_it_can(
     variables = alternatives_variables(newest, [older, oldest])
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
-    init = INIT + "\nfrom einops import removed_api\n"
-    variant = make_variant(
-        tmp_path / "build",
-        library=extension,
-        files={"__init__.py": init},
-        metadata={"python-depends": ["einops"]},
-    )
+    variant = einops_user(tmp_path, extension)
     report = run_checks(variant, CheckOptions())
     assert report.violations == [], report.render()
     (note,) = report.notes
