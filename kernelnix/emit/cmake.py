@@ -9,9 +9,8 @@ The project compiles the framework's binding sources and each kernel of the
 variant as its own object library (a kernel's flags reach only its own sources;
 a source several kernels list compiles once, in the first, with the flags of
 each in turn), links them into `<ops-id>.abi3.so` and installs the variant
-directory. Every
-build.toml value is checked by `kernelnix.emit.escape` first, so an unsafe one
-is reported with its key path, never rendered.
+directory. Every build.toml value is checked by `kernelnix.emit.escape` first,
+so an unsafe one is reported with its key path, never rendered.
 """
 
 from __future__ import annotations

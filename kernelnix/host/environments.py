@@ -29,11 +29,11 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kernelnix.core.diagnostics import Diagnostic, UserError
 from kernelnix.host import glibc_target
@@ -45,6 +45,7 @@ from kernelnix.variants.names import build_set_key as lock_key
 # (kernelnix.host.host_wheels); both write it, this module reads it.
 LOCK_FILE = Path(__file__).resolve().parents[1] / "data" / "wheel-lock.json"
 CHUNK = 1 << 20
+T = TypeVar("T")
 TIMEOUT = 120
 
 
@@ -189,8 +190,8 @@ def locked_python_depends(
     wheels = lock["wheels"]
     key = f"{PYTHON_DEPENDS_KEY}-{'-'.join(sorted(names))}"
     found = []
-    for index in range(max(map(len, releases))):
-        files = dict.fromkeys(f for r in releases for f in r[min(index, len(r) - 1)])
+    for index, chosen in enumerate(each_release(releases)):
+        files = dict.fromkeys(f for release in chosen for f in release)
         found.append(
             LockedEnvironment(
                 key=key if index == 0 else f"{key}-alternative-{index}",
@@ -199,6 +200,14 @@ def locked_python_depends(
             )
         )
     return found
+
+
+def each_release(choices: Sequence[Sequence[T]]) -> list[list[T]]:
+    """Release i of several things, each with its releases in order of preference:
+    each thing's i-th, or its last where it has fewer (one release of nothing
+    without things). nix/toolchains/host/wheels.nix's releaseWheels picks the same."""
+    count = max(map(len, choices), default=1)
+    return [[c[min(i, len(c) - 1)] for c in choices] for i in range(count)]
 
 
 def not_locked_reason(

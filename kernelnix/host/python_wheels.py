@@ -40,6 +40,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from kernelnix.core.fileio import write_atomic
+from kernelnix.host.environments import each_release
 from kernelnix.host.hermetic_wheels import open_wheel, read_lock, sri
 from kernelnix.host.host_wheels import (
     HOST_SYSTEMS,
@@ -83,9 +84,9 @@ def depends_packages(table: dict[str, Any]) -> dict[str, list[list[str]]]:
     found: dict[str, list[list[str]]] = {}
     for group in entries:
         for name, entry in group.items():
-            choices = [_lock_choices(package) for package in entry.get("python", [])]
-            count = max(map(len, choices), default=1)
-            found[name] = [[c[min(i, len(c) - 1)] for c in choices] for i in range(count)]
+            found[name] = each_release(
+                [_lock_choices(package) for package in entry.get("python", [])]
+            )
     return found
 
 

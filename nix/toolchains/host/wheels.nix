@@ -127,7 +127,8 @@ rec {
       + "; run `kernelnix lock-wheels`";
   # The wheels of a variant's python-depends, each once, or [ ] (none, or not
   # locked): `release` 0 the lock's first releases of them; 1, 2, ... a name's
-  # `alternatives` (its other releases), each name without as many its last.
+  # `alternatives` (its other releases), each name without as many its last
+  # (kernelnix.host.environments.each_release picks the same).
   releaseWheels =
     system: tag: variant: release:
     let
