@@ -160,6 +160,11 @@ COMMANDS: dict[str, CommandEntry] = {
     "plan": CommandEntry(
         "plan", "Write the build plan of DIRECTORY/build.toml (JSON, every system)."
     ),
+    "reproduce": CommandEntry(
+        "reproduce",
+        "Rebuild the kernel at SOURCE and compare each variant with a published bundle or "
+        "Hub repository.",
+    ),
     "schema": CommandEntry(
         "schema",
         "Print the JSON Schema of build.toml, metadata.json, the plan or the host record.",

@@ -4,7 +4,8 @@ Only the ELF header, the section header table and the sections the rules look
 at (.dynsym/.dynstr, .gnu.version, .gnu.version_r, .dynamic) are read, with
 positioned reads, so a 500 MB library whose bulk is the CUDA fatbin costs as
 much as a small one. Sections are found by type, not by name, so the
-section-name table is never read.
+section-name table is never read by the rules; `read_sections` reads it, for
+those who compare files section by section (`kernelnix reproduce`).
 
 Imports come from .dynsym, the table the dynamic loader resolves: it survives
 `strip --strip-all`, and each entry's version comes from .gnu.version and
@@ -28,6 +29,8 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from itertools import compress
 from pathlib import Path
@@ -38,6 +41,7 @@ ELF_MAGIC = b"\x7fELF"
 # Section types (elf.h).
 SHT_SYMTAB = 2
 SHT_DYNAMIC = 6
+SHT_NOBITS = 8
 SHT_DYNSYM = 11
 SHT_GNU_VERNEED = 0x6FFFFFFE
 SHT_GNU_VERSYM = 0x6FFFFFFF
@@ -49,6 +53,7 @@ DT_SONAME = 14
 DT_RPATH = 15
 DT_RUNPATH = 29
 
+SHN_XINDEX = 0xFFFF  # e_shstrndx: the real index is in section 0's sh_link
 VERSYM_INDEX = 0x7FFF  # the top bit of a .gnu.version entry is the "hidden" flag
 _ZERO_TO_ONE = bytes([1] + [0] * 255)  # bytes.translate table: 0 -> 1, anything else -> 0
 _BYTEORDER: dict[str, Literal["little", "big"]] = {"<": "little", ">": "big"}
@@ -385,8 +390,35 @@ def read_elf_fd(fd: int, head: bytes = b"") -> ElfInfo:
     `head`: the file's first bytes if the caller already read them (at least
     64; sections that lie within them are not read again).
     """
-    try:
+    with _malformed_as_elf_error():
         return _parse(fd, head if len(head) >= 64 else os.pread(fd, HEAD_BYTES, 0))
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section header: its name and type, and where its bytes lie in the file."""
+
+    name: str
+    type: int
+    offset: int
+    size: int  # bytes in the file: 0 for SHT_NOBITS (.bss), which takes none
+
+
+def read_sections(path: Path | str) -> list[Section]:
+    """Every section of `path`, in header order, named from the section-name
+    table; ElfError for a file that is not ELF or is malformed."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with _malformed_as_elf_error():
+            return _sections(fd, os.pread(fd, HEAD_BYTES, 0))
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _malformed_as_elf_error() -> Iterator[None]:
+    try:
+        yield
     except (struct.error, IndexError, OverflowError, MemoryError) as exc:
         # MemoryError: a corrupt section size asked for a read of exabytes.
         raise ElfError(
@@ -401,8 +433,9 @@ class _Layout:
         wide = bits == 64
         self.endian = endian
         self.bits = bits
-        # e_machine, e_shoff, e_shentsize, e_shnum.
+        # e_machine, e_shoff, e_shentsize, e_shnum; then e_shstrndx.
         self.file_header = struct.Struct(endian + ("18xH20xQ10xHH" if wide else "18xH12xI10xHH"))
+        self.names_index = struct.Struct(endian + ("62xH" if wide else "50xH"))
         # (name, type, flags, addr, offset, size, link, info, align, entsize)
         self.section = struct.Struct(endian + ("IIQQQQIIQQ" if wide else "IIIIIIIIII"))
         self.dynamic = struct.Struct(endian + ("qQ" if wide else "iI"))
@@ -429,23 +462,47 @@ _LAYOUTS = {
 }
 
 
-def _parse(fd: int, head: bytes) -> ElfInfo:
+def _section_table(fd: int, head: bytes) -> tuple[_Layout, int, bytes | None, int]:
+    """(layout, e_machine, the section header table, its entry count); the
+    table is None when the file has none."""
     if len(head) < 52 or head[:4] != ELF_MAGIC:
         raise ElfError("not an ELF file")
     layout = _LAYOUTS.get(head[4:6])
     if layout is None:
         raise ElfError(f"unknown ELF class/encoding {head[4]}/{head[5]}")
     machine, shoff, shentsize, shnum = layout.file_header.unpack_from(head)
-    bits, little = layout.bits, layout.endian == "<"
     if shoff == 0:
-        return ElfInfo(bits, little, machine, has_sections=False)
-    section = layout.section
-    if shentsize != section.size:
+        return layout, machine, None, 0
+    if shentsize != layout.section.size:
         raise ElfError(f"unexpected section header size {shentsize}")
     if shnum == 0:
         # More than 0xff00 sections: the real count lives in section 0's sh_size.
-        shnum = section.unpack(_read(fd, shoff, shentsize))[5]
-    table = _read(fd, shoff, shnum * shentsize)
+        shnum = layout.section.unpack(_read(fd, shoff, shentsize))[5]
+    return layout, machine, _read(fd, shoff, shnum * shentsize), shnum
+
+
+def _sections(fd: int, head: bytes) -> list[Section]:
+    layout, _machine, table, _count = _section_table(fd, head)
+    if table is None:
+        return []
+    headers = list(layout.section.iter_unpack(table))
+    (names_index,) = layout.names_index.unpack_from(head)
+    if names_index == SHN_XINDEX:
+        names_index = headers[0][6]
+    names = _read(fd, headers[names_index][4], headers[names_index][5])
+    return [
+        Section(_cstr(names, name), kind, offset, 0 if kind == SHT_NOBITS else size)
+        for name, kind, _flags, _addr, offset, size, *_rest in headers
+    ]
+
+
+def _parse(fd: int, head: bytes) -> ElfInfo:
+    layout, machine, table, shnum = _section_table(fd, head)
+    bits, little = layout.bits, layout.endian == "<"
+    if table is None:
+        return ElfInfo(bits, little, machine, has_sections=False)
+    section = layout.section
+    shentsize = section.size
     types = layout.section_types(table, shnum)
     # .symtab is only read when there is no .dynsym (see the module docstring).
     symbols_type = SHT_DYNSYM if SHT_DYNSYM in types else SHT_SYMTAB

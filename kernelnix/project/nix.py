@@ -1,5 +1,5 @@
 """Running Nix on a kernel project: the Nix side of `kernelnix build`,
-`build-and-copy`, `devshell`, `testshell` and `list-variants --nix`.
+`build-and-copy`, `devshell`, `testshell`, `list-variants --nix` and `reproduce`.
 
 Each call first refreshes the generated files (kernelnix.project.generate), stages
 those git does not track yet (`git add --intent-to-add`: flakes see only tracked
@@ -19,8 +19,10 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -274,16 +276,21 @@ def _not_offered_reason(project: FlakeProject, system: str, variant: str) -> str
     return f": {reason}" if isinstance(reason, str) else ""
 
 
-def _require_offered(project: FlakeProject, variant: str) -> None:
-    """UserError unless the flake builds `variant` on this machine's system."""
+def _require_offered(project: FlakeProject, *wanted: str) -> None:
+    """UserError unless the flake builds every variant of `wanted` on this machine's system."""
     system = current_system()
     offered = variants(project, [system])[system]
-    if variant not in offered:
-        raise UserError.single(
+    problems = [
+        Diagnostic(
             f"the flake does not build variant {variant!r} on {system}"
             + _not_offered_reason(project, system, variant),
             fix="pick one of: " + (", ".join(offered) or "(none on this machine)"),
         )
+        for variant in wanted
+        if variant not in offered
+    ]
+    if problems:
+        raise UserError(problems)
 
 
 def build_with_nix(
@@ -314,6 +321,51 @@ def build_with_nix(
     built = result.resolve()
     click.echo(f"{result} -> {built}")
     return built
+
+
+def sandbox_options(project: FlakeProject, attribute: str) -> tuple[str, ...]:
+    """`--option sandbox true` when the flake's toolchain builds from the store
+    alone (the hermetic one), else nothing: the host toolchain reads /usr and
+    runs /bin/sh, which the sandbox hides. The one place that decides it: the
+    builder of the derivation of `attribute` is a store path (the registry's
+    shell) for the hermetic toolchain and /bin/sh for the host one
+    (nix/lib/bundle.nix, nix/lib/variant.nix)."""
+    in_store = (
+        "d: builtins.substring 0 (builtins.stringLength builtins.storeDir) d.builder"
+        " == builtins.storeDir"
+    )
+    command = nix_command("eval", "--json", project.ref(attribute), *project.overrides)
+    hermetic = json.loads(run([*command, "--apply", in_store], capture=True))
+    return ("--option", "sandbox", "true") if hermetic else ()
+
+
+@contextmanager
+def built_outputs(
+    directory: Path, variant_names: Sequence[str], options: NixOptions
+) -> Iterator[list[Path]]:
+    """`nix build` the bundle, or each of `variant_names`, in the sandbox when the
+    flake's toolchain builds there (`sandbox_options`); yields the store paths,
+    each a directory of variants, kept from garbage collection until the end of
+    the `with` block by links in a temporary directory (the kernel directory
+    gets no `result`)."""
+    project = prepare(directory)
+    if variant_names:
+        _require_offered(project, *variant_names)
+    attributes = list(variant_names) or ["bundle"]
+    sandbox = sandbox_options(project, attributes[0])
+    with tempfile.TemporaryDirectory(prefix="kernelnix-reproduce-") as links:
+        command = nix_command(
+            "build",
+            *map(project.ref, attributes),
+            *project.overrides,
+            *sandbox,
+            "--json",
+            "--out-link",
+            str(Path(links) / "result"),
+            *options.args(),
+        )
+        built = json.loads(run(command, capture=True))
+        yield [Path(entry["outputs"]["out"]) for entry in built]
 
 
 # `kernelnix devshell`/`testshell` -> the flake's shells of one variant, and the

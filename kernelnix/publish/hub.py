@@ -32,13 +32,18 @@ link can never change what is pushed. A dry run never contacts the Hub: it
 shows what would be pushed to which branch and which checks ran, and says
 that the branch's current files (which a real upload would delete when stale)
 were not read.
+
+`fetch_variants` is the other direction, for `kernelnix reproduce`: the
+variants of a kernel repository at a revision, downloaded with
+huggingface_hub's snapshot_download (HF_ENDPOINT, HF_HUB_OFFLINE and its cache
+as for any download), only those asked for.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,3 +273,118 @@ def upload(
     pushed = push(api, repo_id, options.repo_type, commits, options.create_pr)
     url = _repo_url(api.endpoint, options.repo_type, repo_id, release.branch)
     return UploadResult(release, remote, commits, url, dry_run, pushed)
+
+
+# ---------------------------------------------------------- reading variants
+
+# As the `kernels` loader downloads a variant: bytecode is never fetched.
+BYTECODE_PATTERNS = ["*.pyc", "**/__pycache__/**"]
+LOCAL_FIX = "or compare with a bundle directory on this machine"
+
+
+@dataclass(frozen=True)
+class HubVariants:
+    """A kernel repository's variants at a revision: every name under build/,
+    and the directory holding those downloaded (None when none was)."""
+
+    repo_id: str
+    revision: str
+    names: tuple[str, ...]
+    build_dir: Path | None
+
+
+def fetch_variants(
+    repo_id: str, revision: str | None, wanted: Collection[str] | None, version: int | None
+) -> HubVariants:
+    """The variants of kernel repository `repo_id` at `revision` (None: the
+    branch v<version> when it exists, else main), downloading those in
+    `wanted` (None: all). Offline (HF_HUB_OFFLINE), the cache answers. A
+    repository or revision that does not exist is a UserError."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return _cached_variants(repo_id, revision, version)
+    api = default_api(require_token=False)
+    with _hub_errors(repo_id, revision):
+        revision = revision or _default_revision(api, repo_id, version)
+        names = _variant_names(api, repo_id, revision)
+    fetched = [name for name in names if wanted is None or name in wanted]
+    if not fetched:
+        return HubVariants(repo_id, revision, names, None)
+    with _hub_errors(repo_id, revision):
+        root = api.snapshot_download(
+            repo_id,
+            repo_type="kernel",
+            revision=revision,
+            allow_patterns=[f"build/{name}/*" for name in fetched],
+            ignore_patterns=BYTECODE_PATTERNS,
+        )
+    return HubVariants(repo_id, revision, names, Path(root) / "build")
+
+
+def _default_revision(api: Any, repo_id: str, version: int | None) -> str:
+    branches = {ref.name for ref in api.list_repo_refs(repo_id, repo_type="kernel").branches}
+    return f"v{version}" if f"v{version}" in branches else MAIN
+
+
+def _variant_names(api: Any, repo_id: str, revision: str) -> tuple[str, ...]:
+    from huggingface_hub import RepoFolder
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        tree = list(
+            api.list_repo_tree(repo_id, path_in_repo="build", repo_type="kernel", revision=revision)
+        )
+    except EntryNotFoundError:  # no build/ folder: no variants
+        return ()
+    return tuple(sorted(item.path.split("/")[-1] for item in tree if isinstance(item, RepoFolder)))
+
+
+def _cached_variants(repo_id: str, revision: str | None, version: int | None) -> HubVariants:
+    """The variants of the cached snapshot of `repo_id` (HF_HUB_OFFLINE)."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    candidates = [revision] if revision else [f"v{version}", MAIN]
+    for candidate in candidates:
+        try:
+            root = Path(snapshot_download(repo_id, repo_type="kernel", revision=candidate))
+        except LocalEntryNotFoundError:
+            continue
+        build = root / "build"
+        names = sorted(d.name for d in build.iterdir() if d.is_dir()) if build.is_dir() else []
+        return HubVariants(repo_id, candidate, tuple(names), build)
+    raise UserError.single(
+        f"HF_HUB_OFFLINE is set and the Hugging Face cache holds no snapshot of {repo_id} "
+        f"at {' or '.join(candidates)}",
+        key="--against",
+        fix=f"unset HF_HUB_OFFLINE to download it, {LOCAL_FIX}",
+    )
+
+
+@contextmanager
+def _hub_errors(repo_id: str, revision: str | None) -> Iterator[None]:
+    """A missing repository or revision, or an unreachable Hub, as one UserError."""
+    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        yield
+    except RevisionNotFoundError as exc:
+        raise UserError.single(
+            f"the kernel repository {repo_id} has no revision {revision!r}",
+            key="--revision",
+            fix="pass a branch, tag or commit of it (such as v1 or main), or leave "
+            "--revision out for the kernel's version branch",
+        ) from exc
+    except RepositoryNotFoundError as exc:
+        raise UserError.single(
+            f"{repo_id} is neither a directory nor a kernel repository on {_endpoint()}",
+            key="--against",
+            fix=f"check the name (owner/name; a private repository needs HF_TOKEN), {LOCAL_FIX}",
+        ) from exc
+    except _network_errors() as exc:
+        raise UserError.single(
+            f"cannot read {repo_id} from {_endpoint()}: {exc}",
+            key="--against",
+            fix=f"check the network and HF_ENDPOINT, {LOCAL_FIX}",
+        ) from exc

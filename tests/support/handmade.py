@@ -85,3 +85,10 @@ def relu_with_shared_sources(root: Path, tables: str) -> Path:
     with (kernel / "build.toml").open("a") as config:
         config.write(tables)
     return kernel
+
+
+def variant_with_library(build_dir: Path, example: str, variant: str, library: Path) -> Path:
+    """`make_variant` with a real shared library, named after the variant's kernel id
+    (`<id>.abi3.so`, as the build installs it)."""
+    name = f"{plan_metadata(example, variant)['id']}.abi3.so"
+    return make_variant(build_dir, example, variant, files={name: library.read_bytes()})

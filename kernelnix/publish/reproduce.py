@@ -1,0 +1,341 @@
+"""`kernelnix reproduce`: a rebuilt bundle compared with a published one, variant by variant.
+
+The rebuild is `nix build` of the kernel's flake (kernelnix.project.nix, in the
+sandbox when the flake's toolchain is the hermetic one), or a bundle built
+before (`--built`); the reference is a bundle directory or a kernel repository
+on the Hub at a revision (kernelnix.publish.hub: only the variants compared are
+downloaded).
+
+A variant is identical when every file the `kernels` loader hashes (those of
+`kernelnix hash`: all but metadata.json, its signature and bytecode) has the
+same bytes on both sides, and metadata.json is the same JSON once the
+reference's `digest` is left out (a published variant carries the digest
+`kernelnix hash` wrote; a fresh build has none). Where files differ, the
+report says where: for ELF files the sections whose bytes differ, compared by
+name (kernelnix.checks.elf reads the section table), else the first differing
+offset.
+
+A digest recorded in the reference's metadata.json is checked the way the
+loader's `verify_variant` checks it: the rebuilt files are hashed with its
+algorithm and compared path by path (kernelnix.publish.digest), so "matches the
+digest" means the loader would accept the rebuilt files under the published
+metadata.json. The reference's own files are checked against it too: a stale
+digest is a difference of the published variant.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from kernelnix.checks import discover_variants
+from kernelnix.checks.elf import ElfError, Section, is_elf, read_sections
+from kernelnix.core.diagnostics import UserError, display_path
+from kernelnix.plan.metadata import Digest, read_metadata
+from kernelnix.project.nix import NixOptions, built_outputs
+from kernelnix.publish.digest import METADATA, compute_digest, digest_violations, hashed_files
+from kernelnix.publish.hub import fetch_variants
+
+_CHUNK = 1 << 20
+DIGEST_KEY = "digest"
+
+State = Literal["identical", "differs", "only rebuilt", "only in the reference"]
+
+
+@dataclass(frozen=True)
+class VariantVerdict:
+    """One variant: its state, what differs (one line per file or key) and notes."""
+
+    name: str
+    state: State
+    differences: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def compare_bundles(
+    rebuilt: Mapping[str, Path], reference: Mapping[str, Path | None]
+) -> list[VariantVerdict]:
+    """Every variant of either side, by name; a reference variant whose path is
+    None was listed but not fetched (it has no rebuilt twin)."""
+    verdicts = []
+    for name in sorted(rebuilt.keys() | reference.keys()):
+        ours, theirs = rebuilt.get(name), reference.get(name)
+        if ours is None:
+            verdicts.append(VariantVerdict(name, "only in the reference"))
+        elif theirs is None:
+            verdicts.append(VariantVerdict(name, "only rebuilt"))
+        else:
+            verdicts.append(compare_variant(name, ours, theirs))
+    return verdicts
+
+
+def compare_variant(name: str, rebuilt: Path, reference: Path) -> VariantVerdict:
+    differences = file_differences(rebuilt, reference) + metadata_differences(rebuilt, reference)
+    digest_problems, notes = digest_check(rebuilt, reference)
+    differences += digest_problems
+    state: State = "differs" if differences else "identical"
+    return VariantVerdict(name, state, tuple(differences), tuple(notes))
+
+
+def file_differences(rebuilt: Path, reference: Path) -> list[str]:
+    """A line per hashed file that is not the same on both sides."""
+    ours, theirs = set(hashed_files(rebuilt)), set(hashed_files(reference))
+    lines = [f"{path}: only rebuilt" for path in sorted(ours - theirs)]
+    lines += [f"{path}: only in the reference" for path in sorted(theirs - ours)]
+    for path in sorted(ours & theirs):
+        where = file_difference(rebuilt / path, reference / path)
+        if where is not None:
+            lines.append(f"{path}: {where}")
+    return sorted(lines)
+
+
+def file_difference(rebuilt: Path, reference: Path) -> str | None:
+    """Where two files differ (None: same bytes): ELF sections, else the first offset."""
+    with ExitStack() as stack:
+        ours = stack.enter_context(rebuilt.open("rb"))
+        theirs = stack.enter_context(reference.open("rb"))
+        sizes = os.fstat(ours.fileno()).st_size, os.fstat(theirs.fileno()).st_size
+        first = first_difference(ours.fileno(), theirs.fileno(), (0, sizes[0]), (0, sizes[1]))
+        if first is None:
+            return None
+        if is_elf(os.pread(ours.fileno(), 4, 0)) and is_elf(os.pread(theirs.fileno(), 4, 0)):
+            try:
+                return elf_difference(rebuilt, reference, ours.fileno(), theirs.fileno(), first)
+            except ElfError:
+                pass  # a malformed ELF file is compared as bytes
+        return bytes_difference(first, sizes)
+
+
+def bytes_difference(first: int, sizes: tuple[int, int]) -> str:
+    if first == min(sizes):
+        return f"one file ends at offset {first} (sizes {sizes[0]} and {sizes[1]} bytes)"
+    size = f"{sizes[0]} bytes" if sizes[0] == sizes[1] else f"sizes {sizes[0]} and {sizes[1]}"
+    return f"first difference at offset {first} (0x{first:x}; {size})"
+
+
+def first_difference(
+    ours: int, theirs: int, our_range: tuple[int, int], their_range: tuple[int, int]
+) -> int | None:
+    """The first offset, from each range's start, where the bytes of two open
+    files differ ((offset, size) ranges); None when they are the same."""
+    (our_start, our_size), (their_start, their_size) = our_range, their_range
+    done = 0
+    while done < min(our_size, their_size):
+        length = min(_CHUNK, our_size - done, their_size - done)
+        a = os.pread(ours, length, our_start + done)
+        b = os.pread(theirs, length, their_start + done)
+        if a != b:
+            return done + next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
+        done += length
+    return None if our_size == their_size else done
+
+
+def _by_name(sections: list[Section]) -> dict[str, Section]:
+    """Sections keyed by name; a repeated name gets `#2`, `#3`, ... in header order."""
+    seen: Counter[str] = Counter()
+    keyed = {}
+    for section in sections:
+        seen[section.name] += 1
+        count = seen[section.name]
+        keyed[section.name if count == 1 else f"{section.name}#{count}"] = section
+    return keyed
+
+
+def elf_difference(rebuilt: Path, reference: Path, ours: int, theirs: int, first: int) -> str:
+    """The sections of two ELF files whose bytes differ, compared by name."""
+    mine, other = _by_name(read_sections(rebuilt)), _by_name(read_sections(reference))
+    parts = []
+    for name in mine.keys() & other.keys():
+        a, b = mine[name], other[name]
+        at = first_difference(ours, theirs, (a.offset, a.size), (b.offset, b.size))
+        if at is not None or a.type != b.type:
+            parts.append((a.offset, _section_change(name or "(unnamed)", a, b, at)))
+    parts += [(s.offset, f"{n} only rebuilt") for n, s in mine.items() if n not in other]
+    parts += [(s.offset, f"{n} only in the reference") for n, s in other.items() if n not in mine]
+    if not parts:
+        return (
+            "ELF file: every section is the same; the headers or padding between sections "
+            f"differ, first at offset {first} (0x{first:x})"
+        )
+    return "ELF sections differ: " + ", ".join(text for _, text in sorted(parts))
+
+
+def _section_change(name: str, ours: Section, theirs: Section, at: int | None) -> str:
+    if ours.size != theirs.size:
+        return f"{name} (sizes {ours.size} and {theirs.size})"
+    if at is None:
+        return f"{name} (types {ours.type} and {theirs.type})"
+    return f"{name} (at byte {at} of the section)"
+
+
+def _metadata(variant: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((variant / METADATA).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def metadata_differences(rebuilt: Path, reference: Path) -> list[str]:
+    """metadata.json compared as JSON, without the reference's digest: the keys that differ."""
+    ours, theirs = _metadata(rebuilt), _metadata(reference)
+    if ours is None or theirs is None:
+        if ours == theirs:
+            return []
+        side = "rebuilt" if ours is None else "reference"
+        return [f"{METADATA}: missing or not a JSON object in the {side} variant"]
+    keys = (ours.keys() | theirs.keys()) - {DIGEST_KEY}
+    changed = sorted(key for key in keys if ours.get(key) != theirs.get(key))
+    if not changed:
+        return []
+    return [f"{METADATA}: differs in " + ", ".join(f"`{key}`" for key in changed)]
+
+
+def _recorded_digest(variant: Path) -> Digest | None:
+    metadata = read_metadata(variant).model
+    return metadata.digest if metadata is not None else None
+
+
+def digest_check(rebuilt: Path, reference: Path) -> tuple[list[str], list[str]]:
+    """(differences, notes) of the reference's recorded digest, checked the
+    loader's way against the rebuilt files and against the reference's own."""
+    recorded = _recorded_digest(reference)
+    if recorded is None:
+        return [], ["the reference records no digest (`kernelnix hash`)"]
+    problems = [
+        f"digest: {problem} (rebuilt files against the reference's digest)"
+        for problem in digest_violations(recorded, compute_digest(rebuilt, recorded.algorithm))
+    ]
+    problems += [
+        f"digest: {problem} (the reference's own files: its digest is stale)"
+        for problem in digest_violations(recorded, compute_digest(reference, recorded.algorithm))
+    ]
+    if problems:
+        return problems, []
+    note = (
+        f"the rebuilt files match the reference's {recorded.algorithm} digest "
+        f"({len(recorded.files)} files), as the `kernels` loader verifies it"
+    )
+    return [], [note]
+
+
+def summary(verdicts: list[VariantVerdict]) -> str:
+    identical = sum(verdict.state == "identical" for verdict in verdicts)
+    return f"{identical} of {len(verdicts)} variants identical"
+
+
+def report_lines(verdicts: list[VariantVerdict]) -> Iterator[str]:
+    """The report: a line per variant, then its differences and notes, indented."""
+    for verdict in verdicts:
+        yield f"{verdict.name}: {verdict.state}"
+        yield from (f"  {line}" for line in verdict.differences)
+        yield from (f"  note: {note}" for note in verdict.notes)
+    yield summary(verdicts)
+
+
+# ------------------------------------------------------------- the command
+
+
+HUB_REPO = re.compile(r"[\w.-]+/[\w.-]+")
+
+
+def variants_of(path: Path) -> dict[str, Path]:
+    """The variants of a bundle, a build tree or a variant directory, by name."""
+    return {variant.name: variant for variant in discover_variants(path)}
+
+
+def _single_version(variants: Mapping[str, Path]) -> int | None:
+    """The version of the rebuilt variants (their v<version> branch), when they agree."""
+    models = (read_metadata(path).model for path in variants.values())
+    versions = {model.version for model in models if model is not None}
+    return versions.pop() if len(versions) == 1 else None
+
+
+def reference_variants(
+    against: str, revision: str | None, wanted: Collection[str], version: int | None
+) -> dict[str, Path | None]:
+    """The reference's variants: a directory's, or a Hub repository's at a revision
+    (those in `wanted` downloaded, the others only listed)."""
+    if Path(against).is_dir():
+        if revision is not None:
+            raise UserError.single(
+                "--revision applies to a Hub repository, not to a directory",
+                key="--revision",
+                fix="drop --revision, or pass --against <owner>/<name>",
+            )
+        return dict(variants_of(Path(against)))
+    if not HUB_REPO.fullmatch(against):
+        raise UserError.single(
+            "no such directory",
+            file=display_path(Path(against)),
+            fix="pass a bundle directory, or a Hub repository as <owner>/<name>",
+        )
+    hub = fetch_variants(against, revision, wanted, version)
+    root = hub.build_dir
+    return {
+        name: root / name if root is not None and (root / name).is_dir() else None
+        for name in hub.names
+    }
+
+
+def _selected(variants: Mapping[str, Any], names: Collection[str]) -> dict[str, Any]:
+    return {name: path for name, path in variants.items() if not names or name in names}
+
+
+def _require_known(names: Collection[str], *sides: Collection[str]) -> None:
+    known = set().union(*sides)
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise UserError.single(
+            f"no variant {', '.join(unknown)} in the rebuild nor in the reference",
+            key="--variant",
+            fix="pick one of: " + (", ".join(sorted(known)) or "(none)"),
+        )
+
+
+@contextmanager
+def _rebuilt(
+    source: Path, built: Path | None, names: Sequence[str], nix: NixOptions
+) -> Iterator[dict[str, Path]]:
+    """The rebuilt variants: those of `built`, else those Nix builds from `source`."""
+    if built is not None:
+        yield variants_of(built)
+        return
+    with built_outputs(source, names, nix) as outputs:
+        rebuilt: dict[str, Path] = {}
+        for output in outputs:
+            rebuilt.update(variants_of(output))
+        yield rebuilt
+
+
+def reproduce(
+    source: Path,
+    against: str,
+    *,
+    revision: str | None = None,
+    variant_names: Sequence[str] = (),
+    built: Path | None = None,
+    nix: NixOptions | None = None,
+) -> list[VariantVerdict]:
+    """Rebuild `source` (or take `built`) and compare it with `against`, a
+    bundle directory or a Hub repository at `revision`; only `variant_names`
+    when given."""
+    if not source.is_dir():
+        raise UserError.single(
+            "no such directory",
+            file=display_path(source),
+            fix="pass the kernel's directory (the one with build.toml and flake.nix)",
+        )
+    with _rebuilt(source, built, variant_names, nix or NixOptions()) as everything:
+        rebuilt = _selected(everything, variant_names)
+        version = _single_version(rebuilt)
+        reference = reference_variants(against, revision, rebuilt.keys(), version)
+        _require_known(variant_names, everything, reference)
+        return compare_bundles(rebuilt, _selected(reference, variant_names))

@@ -1,0 +1,103 @@
+"""`kernelnix reproduce --built`: its report and exit status (0 identical, 1 differs,
+2 bad input) on a hand-made relu variant with a real ELF library."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from checks_corpus.corpus import build_corpus
+from click.testing import CliRunner, Result
+from handmade import copy_example, variant_with_library
+
+from kernelnix.checks.elf import read_sections
+from kernelnix.cli import main
+
+pytestmark = pytest.mark.slow  # the corpus is compiled with gcc
+
+VARIANT = "torch213-cxx11-cpu-x86_64-linux"
+
+
+@pytest.fixture
+def trees(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(source, rebuilt bundle, reference bundle: a copy of the rebuilt one)."""
+    source = copy_example("relu", tmp_path)
+    rebuilt = tmp_path / "rebuilt"
+    variant_with_library(rebuilt, "relu", VARIANT, build_corpus().path("clean_c"))
+    reference = tmp_path / "reference"
+    shutil.copytree(rebuilt, reference)
+    return source, rebuilt, reference
+
+
+def reproduce(source: Path, built: Path, against: str, *options: str) -> Result:
+    args = ["reproduce", str(source), "--built", str(built), "--against", against, *options]
+    return CliRunner().invoke(main, args)
+
+
+def test_identical_exits_0(trees: tuple[Path, Path, Path]) -> None:
+    source, rebuilt, reference = trees
+    result = reproduce(source, rebuilt, str(reference))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == f"{VARIANT}: identical"
+    assert result.stdout.splitlines()[-1] == "1 of 1 variants identical"
+
+
+def test_a_changed_library_exits_1_naming_the_file_and_section(
+    trees: tuple[Path, Path, Path],
+) -> None:
+    source, rebuilt, reference = trees
+    (so,) = (reference / VARIANT).glob("*.so")
+    dynstr = next(s for s in read_sections(so) if s.name == ".dynstr")
+    data = bytearray(so.read_bytes())
+    data[dynstr.offset + 1] ^= 1
+    so.write_bytes(bytes(data))
+    result = reproduce(source, rebuilt, str(reference))
+    assert result.exit_code == 1, result.output
+    assert result.stdout.splitlines()[:2] == [
+        f"{VARIANT}: differs",
+        f"  {so.name}: ELF sections differ: .dynstr (at byte 1 of the section)",
+    ]
+
+
+def test_a_variant_left_out_by_the_rebuild_exits_1(trees: tuple[Path, Path, Path]) -> None:
+    source, rebuilt, reference = trees
+    shutil.copytree(reference / VARIANT, reference / "torch214-cxx11-cpu-x86_64-linux")
+    result = reproduce(source, rebuilt, str(reference))
+    assert result.exit_code == 1, result.output
+    assert "torch214-cxx11-cpu-x86_64-linux: only in the reference" in result.stdout
+    # Compared alone, the rebuilt variant is identical.
+    result = reproduce(source, rebuilt, str(reference), "--variant", VARIANT)
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("against", "error: no-such-dir: no such directory"),
+        ("source", "no such directory"),
+        ("revision", "--revision applies to a Hub repository, not to a directory"),
+        ("variant", "no variant torch299-cxx11-cpu-x86_64-linux in the rebuild nor in the"),
+        ("built", "no such directory"),
+    ],
+)
+def test_bad_input_exits_2_with_one_error_and_its_fix(
+    trees: tuple[Path, Path, Path], tmp_path: Path, change: str, message: str
+) -> None:
+    source, rebuilt, reference = trees
+    against, options = str(reference), []
+    if change == "against":
+        against = "no-such-dir"
+    elif change == "source":
+        source = tmp_path / "missing"
+    elif change == "revision":
+        options = ["--revision", "v1"]
+    elif change == "variant":
+        options = ["--variant", "torch299-cxx11-cpu-x86_64-linux"]
+    else:
+        rebuilt = tmp_path / "missing"
+    result = reproduce(source, rebuilt, against, *options)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert result.stderr.count("error:") == 1 and "fix:" in result.stderr
+    assert "Traceback" not in result.output
