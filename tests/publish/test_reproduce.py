@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from checks_corpus.corpus import build_corpus
-from handmade import variant_with_library
+from handmade import copy_example, variant_with_library
+from hubserver import FakeHub
+from huggingface_hub import constants
 from kernels._rust import Digest as LoaderDigest
 from kernels._rust import DigestAlgorithm, DigestValidationError, Metadata
 
 from kernelnix.checks.elf import read_sections
+from kernelnix.core.diagnostics import UserError
 from kernelnix.publish.digest import hash_variants
-from kernelnix.publish.reproduce import VariantVerdict, compare_bundles, variants_of
+from kernelnix.publish.reproduce import VariantVerdict, compare_bundles, reproduce, variants_of
 
 pytestmark = pytest.mark.slow  # the corpus is compiled with gcc
 
@@ -162,3 +166,53 @@ def test_a_stale_reference_digest_is_a_difference(bundles: tuple[Path, Path]) ->
         "digest: _ops.py: hash differs from the digest (the reference's own files: its "
         "digest is stale)" in verdict.differences
     )
+
+
+# ------------------------------------------------------- against the Hub
+
+REPO = "kernelnix-tests/relu"
+
+
+@pytest.fixture
+def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
+    """The fake Hub on 127.0.0.1, the only address huggingface_hub may reach, and
+    a download cache of this test's own."""
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+    with FakeHub() as server:
+        monkeypatch.setattr(constants, "ENDPOINT", server.url)
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        yield server
+    assert server.unexpected == []
+
+
+def repository_files(bundle: Path) -> dict[str, bytes]:
+    """`build/<variant>/<file>` for every file of a bundle, as `upload` lays them out."""
+    return {
+        f"build/{path.relative_to(bundle).as_posix()}": path.read_bytes()
+        for path in sorted(bundle.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.mark.parametrize(
+    ("repo", "revision", "message"),
+    [
+        (REPO, "v9", "the kernel repository kernelnix-tests/relu has no revision 'v9'"),
+        ("kernelnix-tests/none", None, "kernelnix-tests/none is neither a directory nor a kernel"),
+    ],
+)
+def test_a_repository_or_revision_that_does_not_exist_is_bad_input(
+    bundles: tuple[Path, Path],
+    hub: FakeHub,
+    tmp_path: Path,
+    repo: str,
+    revision: str | None,
+    message: str,
+) -> None:
+    rebuilt, reference = bundles
+    hub.seed("kernel", REPO, {"main": {}, "v1": repository_files(reference)})
+    with pytest.raises(UserError) as raised:
+        reproduce(copy_example("relu", tmp_path), repo, revision=revision, built=rebuilt)
+    (diagnostic,) = raised.value.diagnostics
+    assert diagnostic.message.startswith(message) and diagnostic.fix
