@@ -27,9 +27,6 @@ pytestmark = [
 ]
 
 
-SANDBOX = ("--option", "sandbox", "true")
-
-
 def kernelnix(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["kernelnix", *args], env=env, capture_output=True, text=True)
 
