@@ -30,7 +30,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -87,8 +87,8 @@ def compare_variant(name: str, rebuilt: Path, reference: Path) -> VariantVerdict
 def file_differences(rebuilt: Path, reference: Path) -> list[str]:
     """A line per hashed file that is not the same on both sides."""
     ours, theirs = set(hashed_files(rebuilt)), set(hashed_files(reference))
-    lines = [f"{path}: only rebuilt" for path in sorted(ours - theirs)]
-    lines += [f"{path}: only in the reference" for path in sorted(theirs - ours)]
+    lines = [f"{path}: only rebuilt" for path in ours - theirs]
+    lines += [f"{path}: only in the reference" for path in theirs - ours]
     for path in sorted(ours & theirs):
         where = file_difference(rebuilt / path, reference / path)
         if where is not None:
@@ -98,16 +98,15 @@ def file_differences(rebuilt: Path, reference: Path) -> list[str]:
 
 def file_difference(rebuilt: Path, reference: Path) -> str | None:
     """Where two files differ (None: same bytes): ELF sections, else the first offset."""
-    with ExitStack() as stack:
-        ours = stack.enter_context(rebuilt.open("rb"))
-        theirs = stack.enter_context(reference.open("rb"))
-        sizes = os.fstat(ours.fileno()).st_size, os.fstat(theirs.fileno()).st_size
-        first = first_difference(ours.fileno(), theirs.fileno(), (0, sizes[0]), (0, sizes[1]))
+    with rebuilt.open("rb") as ours, reference.open("rb") as theirs:
+        a, b = ours.fileno(), theirs.fileno()
+        sizes = os.fstat(a).st_size, os.fstat(b).st_size
+        first = first_difference(a, b, (0, sizes[0]), (0, sizes[1]))
         if first is None:
             return None
-        if is_elf(os.pread(ours.fileno(), 4, 0)) and is_elf(os.pread(theirs.fileno(), 4, 0)):
+        if is_elf(os.pread(a, 4, 0)) and is_elf(os.pread(b, 4, 0)):
             try:
-                return elf_difference(rebuilt, reference, ours.fileno(), theirs.fileno(), first)
+                return elf_difference(rebuilt, reference, a, b, first)
             except ElfError:
                 pass  # a malformed ELF file is compared as bytes
         return bytes_difference(first, sizes)
