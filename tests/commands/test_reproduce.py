@@ -10,6 +10,7 @@ import pytest
 from checks_corpus.corpus import build_corpus
 from click.testing import CliRunner, Result
 from handmade import copy_example, variant_with_library
+from huggingface_hub import constants
 
 from kernelnix.checks.elf import read_sections
 from kernelnix.cli import main
@@ -101,3 +102,18 @@ def test_bad_input_exits_2_with_one_error_and_its_fix(
     assert message in result.stderr
     assert result.stderr.count("error:") == 1 and "fix:" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_offline_without_the_repository_in_the_cache_exits_2(
+    trees: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source, rebuilt, _ = trees
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    result = reproduce(source, rebuilt, "kernelnix-tests/relu")
+    assert result.exit_code == 2, result.output
+    assert (
+        "HF_HUB_OFFLINE is set and the Hugging Face cache holds no snapshot of "
+        "kernelnix-tests/relu at v1 or main" in result.stderr
+    )
+    assert "fix: unset HF_HUB_OFFLINE to download it" in result.stderr
