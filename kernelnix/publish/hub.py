@@ -303,7 +303,7 @@ def fetch_variants(
     from huggingface_hub import constants
 
     if constants.HF_HUB_OFFLINE:
-        return _cached_variants(repo_id, revision, version)
+        return _cached_variants(repo_id, revision, wanted, version)
     api = default_api(require_token=False)
     with _hub_errors(repo_id, revision):
         revision = revision or _default_revision(api, repo_id, version)
@@ -316,10 +316,15 @@ def fetch_variants(
             repo_id,
             repo_type="kernel",
             revision=revision,
-            allow_patterns=[f"build/{name}/*" for name in fetched],
+            allow_patterns=_variant_patterns(fetched),
             ignore_patterns=BYTECODE_PATTERNS,
         )
     return HubVariants(repo_id, revision, names, Path(root) / "build")
+
+
+def _variant_patterns(names: Collection[str] | None) -> list[str]:
+    """The files of these variants (None: of every variant), as snapshot_download matches them."""
+    return ["build/*"] if names is None else [f"build/{name}/*" for name in names]
 
 
 def _default_revision(api: Any, repo_id: str, version: int | None) -> str:
@@ -340,23 +345,32 @@ def _variant_names(api: Any, repo_id: str, revision: str) -> tuple[str, ...]:
     return tuple(sorted(item.path.split("/")[-1] for item in tree if isinstance(item, RepoFolder)))
 
 
-def _cached_variants(repo_id: str, revision: str | None, version: int | None) -> HubVariants:
-    """The variants of the cached snapshot of `repo_id` (HF_HUB_OFFLINE)."""
+def _cached_variants(
+    repo_id: str, revision: str | None, wanted: Collection[str] | None, version: int | None
+) -> HubVariants:
+    """The variants of the cached snapshot of `repo_id` (HF_HUB_OFFLINE): those of
+    `wanted` must all be there; the others are those some download put there."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     candidates = [revision] if revision else [f"v{version}", MAIN]
     for candidate in candidates:
         try:
-            root = Path(snapshot_download(repo_id, repo_type="kernel", revision=candidate))
-        except LocalEntryNotFoundError:
+            root = snapshot_download(
+                repo_id,
+                repo_type="kernel",
+                revision=candidate,
+                allow_patterns=_variant_patterns(wanted),
+                ignore_patterns=BYTECODE_PATTERNS,
+            )
+        except LocalEntryNotFoundError:  # not cached, or without a variant compared
             continue
-        build = root / "build"
+        build = Path(root) / "build"
         names = sorted(d.name for d in build.iterdir() if d.is_dir()) if build.is_dir() else []
         return HubVariants(repo_id, candidate, tuple(names), build)
     raise UserError.single(
         f"HF_HUB_OFFLINE is set and the Hugging Face cache holds no snapshot of {repo_id} "
-        f"at {' or '.join(candidates)}",
+        f"at {' or '.join(candidates)} with the variants compared",
         key="--against",
         fix=f"unset HF_HUB_OFFLINE to download it, {LOCAL_FIX}",
     )

@@ -114,6 +114,6 @@ def test_offline_without_the_repository_in_the_cache_exits_2(
     assert result.exit_code == 2, result.output
     assert (
         "HF_HUB_OFFLINE is set and the Hugging Face cache holds no snapshot of "
-        "kernelnix-tests/relu at v1 or main" in result.stderr
+        "kernelnix-tests/relu at v1 or main with the variants compared" in result.stderr
     )
     assert "fix: unset HF_HUB_OFFLINE to download it" in result.stderr

@@ -180,7 +180,10 @@ def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
     with FakeHub() as server:
+        # Downloads are addressed by the URL template huggingface_hub made of the endpoint.
         monkeypatch.setattr(constants, "ENDPOINT", server.url)
+        template = f"{server.url}/{{repo_id}}/resolve/{{revision}}/{{filename}}"
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
         monkeypatch.setenv("HF_ENDPOINT", server.url)
         yield server
     assert server.unexpected == []
