@@ -21,7 +21,7 @@ let
   # Where a module the tests import comes from, per toolchain (MODULE: its name).
   missingModuleHint =
     if toolchain.name != "host" then
-      "add its nixpkgs package to pythonCheckInputs in flake.nix (pythonCheckInputs = ps: [ ps.MODULE ];)"
+      "declare it in build.toml's python-depends, which the wheel lock holds (kernelnix lock-wheels)"
     else
       "install it into the host Python (python3 -m pip install MODULE, with that Python), or run `kernelnix generate` with a Python that has it";
 
@@ -36,17 +36,21 @@ let
     )
     + ''. "$hostEnv"'';
 
-  script =
-    variantName: name: body:
+  # `clean`: the caller's LD_LIBRARY_PATH is dropped before the toolchain's
+  # setup (ci-test, as the reference), which may set its own (hermetic).
+  scriptFrom =
+    clean: variantName: name: body:
     util.mkScript {
       inherit system name tools;
       text = ''
         #!/bin/sh
         set -eu
+        ${if clean then "unset LD_LIBRARY_PATH" else ""}
         ${prelude variantName}
         ${body}
       '';
     };
+  script = scriptFrom false;
 in
 {
   # `nix run .#ciTests.<variant>`: pytest -m kernels_ci on tests/ against the
@@ -103,8 +107,7 @@ in
     if tests == null then
       script variantName "ci-test" ''echo "ci-test: no tests/ directory; nothing to run"''
     else
-      script variantName "ci-test" ''
-        unset LD_LIBRARY_PATH
+      scriptFrom true variantName "ci-test" ''
         packages=$(mktemp -d)
         trap 'rm -rf "$packages"' EXIT
         ln -s ${variant}/${variantName} "$packages"/${shellQuote plan.python-name}

@@ -15,7 +15,7 @@
 #
 # Interface shared by every toolchain (see docs/flake.md), each named in
 # matrix.json's `toolchains`:
-#   { util, kernelnixSrc, hermetic, ... } -> { path, plan, nixpkgs, overlays } -> {
+#   { util, kernelnixSrc, ... } -> { path, plan, pythonCheckInputs, ... } -> {
 #     name; redistributable;   # variantEnv may say per variant (`redistributable`)
 #     notOffered = system -> name -> variant -> null or string;
 #                           # why the toolchain does not build a variant (the
@@ -35,8 +35,6 @@
 {
   path,
   plan,
-  nixpkgs ? null,
-  overlays ? [ ],
   # kernel-builder's check inputs name nixpkgs packages, which this toolchain
   # does not use: the host Python must have them already (docs/flake.md).
   pythonCheckInputs ? null,
@@ -173,43 +171,16 @@ let
         else
           "any"
       );
-      withWheels =
-        if found == null then
-          step
-        else
-          step
-          // {
-            env =
-              let
-                wheelEnv = wheels.environment system scriptEnv (wheels.entryKey (tag system) variant) found;
-              in
-              step.env // { inherit wheelEnv; } // identity wheelEnv;
-          };
-      depends = wheels.dependsWheels system (tag system) variant;
-      alternatives = wheels.dependsAlternatives system (tag system) variant;
+      locked = wheels.variantVariables system scriptEnv (tag system) variant found;
     in
-    withWheels
+    step
     // {
       redistributable = publishable variant;
       env =
-        withWheels.env
-        // (if usesTarget variant then { glibcTarget = glibc.target system scriptEnv; } else { })
-        // (
-          if depends == [ ] then
-            { }
-          else
-            { dependsEnv = wheels.dependsEnvironment system scriptEnv 0 depends; }
-        )
-        // (
-          if alternatives == [ ] then
-            { }
-          else
-            {
-              dependsAlternatives = builtins.genList (
-                i: wheels.dependsEnvironment system scriptEnv (i + 1) (builtins.elemAt alternatives i)
-              ) (builtins.length alternatives);
-            }
-        );
+        step.env
+        // locked
+        // (if found == null then { } else identity locked.wheelEnv)
+        // (if usesTarget variant then { glibcTarget = glibc.target system scriptEnv; } else { });
     };
 in
 {

@@ -7,7 +7,15 @@
 # build set's environment is a store path of links to those
 # (kernelnix/host/wheel_tree.py, the code `kernelnix build --local` runs too).
 # A wheel shared by several build sets lives in the store once.
-{ kernelnixSrc }:
+#
+# The hermetic toolchain (../hermetic) takes its variants' wheels from here too,
+# with its own `shell` for the builders and, after unpacking, `afterUnpack`:
+# shell code run on "$out" (its programs pointed at a loader in the store).
+{
+  kernelnixSrc,
+  shell ? "/bin/sh",
+  afterUnpack ? null,
+}:
 let
   lockFile = builtins.fromJSON (builtins.readFile (kernelnixSrc + "/kernelnix/data/wheel-lock.json"));
   lock = lockFile.host or { };
@@ -25,7 +33,7 @@ let
       inherit name;
     };
 
-  # Unpacked with the host Python (env.sh finds it, as for every step).
+  # Unpacked with the toolchain's Python ($hostEnv finds it, as for every step).
   unpacked =
     system: scriptEnv: name:
     builtins.derivation (
@@ -34,10 +42,15 @@ let
         inherit system tool;
         name = "wheel-${stem name}";
         src = fetched name;
-        builder = "/bin/sh";
+        builder = shell;
         args = [
           "-c"
-          ''. "$hostEnv" && exec "$KERNELNIX_PYTHON" "$tool" unpack "$src" "$out"''
+          (
+            if afterUnpack == null then
+              ''. "$hostEnv" && exec "$KERNELNIX_PYTHON" "$tool" unpack "$src" "$out"''
+            else
+              ''. "$hostEnv" && "$KERNELNIX_PYTHON" "$tool" unpack "$src" "$out" && ${afterUnpack}''
+          )
         ];
       }
     );
@@ -165,7 +178,7 @@ rec {
       // {
         inherit system tool name;
         wheels = map (unpacked system scriptEnv) names;
-        builder = "/bin/sh";
+        builder = shell;
         args = [
           "-c"
           ''. "$hostEnv" && exec "$KERNELNIX_PYTHON" "$tool" merge "$out" $wheels''
@@ -187,4 +200,26 @@ rec {
     merged system scriptEnv "kernelnix-env-${key}" (found.wheels ++ (found.toolkit or [ ])) {
       torch = found.torch;
     };
+
+  # What ../host/setup.sh reads of a variant's locked wheels, each only when
+  # the lock has it: `wheelEnv`, its Torch and CUDA toolkit (`found`: its entry,
+  # or null); `dependsEnv` and `dependsAlternatives`, its python-depends.
+  variantVariables =
+    system: scriptEnv: tag: variant: found:
+    let
+      depends = dependsWheels system tag variant;
+      alternatives = dependsAlternatives system tag variant;
+    in
+    (if found == null then { } else { wheelEnv = environment system scriptEnv (entryKey tag variant) found; })
+    // (if depends == [ ] then { } else { dependsEnv = dependsEnvironment system scriptEnv 0 depends; })
+    // (
+      if alternatives == [ ] then
+        { }
+      else
+        {
+          dependsAlternatives = builtins.genList (
+            i: dependsEnvironment system scriptEnv (i + 1) (builtins.elemAt alternatives i)
+          ) (builtins.length alternatives);
+        }
+    );
 }
