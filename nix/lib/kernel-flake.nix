@@ -25,10 +25,9 @@
   self,
   path ? self.outPath,
   toolchain ? "host",
-  # The hermetic toolchain's nixpkgs: null takes the one kernelnix pins.
+  # Ignored: no toolchain uses nixpkgs any more; flakes written for the
+  # nixpkgs-based hermetic toolchain of earlier kernelnix releases pass them.
   nixpkgs ? null,
-  # Extra nixpkgs overlays for the hermetic toolchain (e.g. a toolkit
-  # nixpkgs lacks); the host toolchain ignores them.
   overlays ? [ ],
   # kernel-builder's arguments, with its meaning (docs/flake.md):
   # default matrix (kernel-builder's form) -> the build sets to use.
@@ -42,8 +41,8 @@
   # KERNELNIX_MAX_NVCC_JOBS (pure evaluation reads no environment).
   compilerCache ? null,
   maxNvccJobs ? null,
-  # `ps: [ ... ]`: extra Python packages of ci-test and the shells, and
-  # packages on their PATH (hermetic toolchain; the host Python must have them).
+  # kernel-builder's `ps: [ ... ]` (nixpkgs' Python packages) of ci-test and the
+  # shells; no toolchain has nixpkgs: the host Python must have them.
   pythonCheckInputs ? (ps: [ ]),
   pythonNativeCheckInputs ? (ps: [ ]),
   # true: the host toolchain builds Linux variants against this machine's glibc,
@@ -59,8 +58,6 @@ let
         plan = plans.forSystem system;
         inherit
           path
-          nixpkgs
-          overlays
           pythonCheckInputs
           pythonNativeCheckInputs
           hostGlibc
@@ -258,19 +255,9 @@ let
         build-and-upload = scripts.buildAndUpload bundle buildAndCopy;
         variants = offered;
         archVariants = util.unique (map archName offered);
-        # kernel-builder's package set of each variant's build set, for toolchains
-        # that have one (hermetic); the host toolchain has no nixpkgs.
-        pkgs =
-          if tc ? variantPkgs then
-            util.genAttrs offered (
-              name:
-              tc.variantPkgs {
-                inherit system name;
-                variant = planVariants.${name};
-              }
-            )
-          else
-            { };
+        # kernel-builder's package set of each variant (nixpkgs): no toolchain
+        # has one.
+        pkgs = { };
       };
       # `nix eval --json .#notOffered.<system>`: variant name -> why the toolchain
       # does not build it (kernelnix build --variant prints it).
