@@ -61,7 +61,8 @@ def nix_options(func: Any) -> Any:
 @click.option(
     "--toolchain",
     type=click.Choice(TOOLCHAINS),
-    help="Build with this machine's tools (host) or nixpkgs (hermetic). Default: host.",
+    help="Build with this machine's tools (host) or, in the Nix sandbox, with locked "
+    "registry artifacts (hermetic). Default: host.",
 )
 @click.option("--force", is_flag=True, help="Overwrite a flake.nix that was edited.")
 @click.option(

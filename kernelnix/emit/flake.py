@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from kernelnix.core.diagnostics import UserError
 from kernelnix.emit.escape import nix_string
 from kernelnix.emit.render import render
-from kernelnix.variants.matrix import TOOLCHAINS, matrix_data
+from kernelnix.variants.matrix import TOOLCHAINS
 
 FLAKE_FILE = "flake.nix"
 FLAKE_TEMPLATE = "flake/flake.nix.j2"
@@ -34,15 +34,6 @@ def _digest(body: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def _binary_cache() -> dict[str, list[str]]:
-    """matrix.json's binary cache of hermetic builds, as Nix string literals."""
-    cache = matrix_data()["hermetic"]["binary-cache"]
-    return {
-        "substituters": [nix_string(url) for url in cache["substituters"]],
-        "public_keys": [nix_string(key) for key in cache["trusted-public-keys"]],
-    }
-
-
 def render_flake(settings: FlakeSettings) -> str:
     """The text of flake.nix: the header line, then the rendered template."""
     if settings.toolchain not in TOOLCHAINS:
@@ -54,7 +45,6 @@ def render_flake(settings: FlakeSettings) -> str:
         {
             "kernelnix_url": nix_string(settings.kernelnix_url),
             "toolchain": nix_string(settings.toolchain),
-            "binary_cache": _binary_cache() if settings.toolchain == "hermetic" else None,
         },
     )
     header = {

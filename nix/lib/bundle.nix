@@ -10,7 +10,7 @@
   # A derivation with CARD.md (`kernelnix fill-card`), or null.
   card,
   # The toolchain's shell and PATH (buildTools): the host's /bin/sh, or
-  # nixpkgs' bash and coreutils for the hermetic toolchain.
+  # the registry's busybox for the hermetic toolchain.
   tools,
 }:
 builtins.derivation (

@@ -1,139 +1,133 @@
-# The hermetic toolchain: everything from nixpkgs (pinned in kernelnix's
-# flake.lock, or the kernel flake's own `nixpkgs` input) with kernelnix's
-# overlay: per build set its own Torch wheel, CUDA/ROCm toolkit and a C/C++
-# compiler on glibc 2.27 (./packages.nix). The variants are redistributable:
-# the build step runs the post-build checks with the default policy
-# (--redistributable), nothing of the build machine is read (no /usr, no
-# host Python, no impure variables), and outputs may come from a binary cache.
+# The hermetic toolchain: every tool from locked registry artifacts
+# (nix/registry/: a static busybox, Debian's gcc 12 and binutils, cmake, ninja,
+# Python 3.11 with kernelnix's dependency wheels, the glibc 2.27 sysroot), and
+# each variant's own Torch (and CUDA toolkit) from the locked wheels, exactly as
+# the host toolchain gets them (../host/wheels.nix). No nixpkgs and nothing of
+# the build machine: every derivation has a store path as its builder and only
+# store paths on PATH, so it builds with `sandbox = true`, and the variants
+# are redistributable (the build step holds them to the default policy).
 #
-# Offered: the plan's Linux variants of build sets whose backend nixpkgs
-# packages (matrix.json: hermetic.toolkits.<backend>.offered) and whose Torch
-# wheel is locked (kernelnix/data/wheel-lock.json), except tvm-ffi; the others
-# with the reason (`notOffered`). Deciding that reads data only: `nix eval
-# .#variants` imports no nixpkgs.
+# Offered: the plan's Linux variants of the systems the registry has tools for
+# whose wheels are locked for its Python (`cp311`), and noarch variants; the
+# others with the reason (`notOffered`). Deciding that reads data only.
 #
 # Interface: see ../host/default.nix.
-{ util, hermetic, ... }:
+#
+# What it takes of the registry, `import ../../registry { inherit kernelnixSrc; }`:
+#   shell         a store path that runs as `sh` (busybox): every builder
+#   python.tag    the wheel tag of its Python (`cp311`): the lock's environments
+#   systems.<system> = {
+#     python      its Python 3.11, with kernelnix's dependency wheels and its
+#                 headers (Python.h), as a store path of the program
+#     path        store paths of folders of programs: busybox's applets, gcc and
+#                 binutils, cmake, ninja (with a store shell, not /bin/sh)
+#     cc, cxx     gcc and g++, usable without --sysroot too (CMake's compiler
+#                 checks: libc and kernel headers, crt files, libraries)
+#     loader, libraries, patchelf
+#                 ld-linux, the folder of its C and C++ runtime, patchelf: for
+#                 the wheels' programs and Torch's libraries
+#     glibcTarget the glibc 2.27 sysroot (kernelnix-glibc-target.json)
+#   }
+{ util, kernelnixSrc, ... }:
 {
   path,
   plan,
-  nixpkgs ? null,
-  overlays ? [ ],
-  # kernel-builder's arguments (`ps: [ ... ]`, nixpkgs' Python packages):
-  # added to the Python, and to PATH, of ci-test and the shells.
-  pythonCheckInputs ? (ps: [ ]),
-  pythonNativeCheckInputs ? (ps: [ ]),
+  # kernel-builder's check inputs name nixpkgs packages, which this toolchain
+  # does not have: ci-test and the shells take the variant's locked wheels.
+  pythonCheckInputs ? null,
+  pythonNativeCheckInputs ? null,
   # The host toolchain's (its Linux variants against this machine's glibc): this
-  # toolchain always builds against its own glibc 2.27.
+  # toolchain always builds against the registry's glibc 2.27 sysroot.
   hostGlibc ? false,
 }:
 let
-  inherit (hermetic) select;
-  # `inputs ? nixpkgs` first: comparing the pinned input with null would fetch it.
-  haveNixpkgs = hermetic.hasPinnedNixpkgs || nixpkgs != null;
-  needNixpkgs = "kernelnix: toolchain \"hermetic\" needs a nixpkgs input: use kernelnix through its flake (flake.lock pins one), or pass `nixpkgs = inputs.nixpkgs;` to kernelFlake (or use toolchain = \"host\")";
-  source = if nixpkgs != null then nixpkgs else hermetic.pinnedNixpkgs;
-  pkgsFor = hermetic.pkgsFor {
-    nixpkgs = source;
-    inherit overlays;
+  registry =
+    if builtins.pathExists ../../registry/default.nix then
+      import ../../registry { inherit kernelnixSrc; }
+    else
+      throw "kernelnix (hermetic toolchain): this kernelnix has no nix/registry/ (the toolchain's tools); use toolchain = \"host\"";
+  # The Python tag of the registry's Python: the lock's environments to take.
+  tag = registry.python.tag;
+  # The wheels' programs (nvcc, cicc, ptxas) get a loader and C library in the
+  # store (./patch-interpreters.sh): the sandbox has no /lib64/ld-linux-*.
+  wheels = import ../host/wheels.nix {
+    inherit kernelnixSrc;
+    shell = registry.shell;
+    afterUnpack = ''. "$patchInterpreters"'';
   };
 
-  # A variant's python-depends (its metadata.json's), as nixpkgs Python
-  # packages: the build's import check, ci-test and the shells need them.
-  dependencyOf =
-    variant: name:
-    hermetic.pythonDependencies.general.${name}
-      or hermetic.pythonDependencies.backends.${variant.backend}.${name}
-      or { nix = [ ]; };
-  unpackaged =
-    variant:
-    builtins.filter (name: (dependencyOf variant name).nix == [ ]) variant.metadata.python-depends;
-  pythonDependsOf =
-    variant: ps:
-    map (
-      attr:
-      ps.${attr}
-        or (throw "kernelnix (hermetic toolchain): nixpkgs' Python has no ${attr}, a python-depends of the kernel")
-    ) (builtins.concatMap (name: (dependencyOf variant name).nix) variant.metadata.python-depends);
+  has = system: registry.systems ? ${system};
+  tools = system: registry.systems.${system};
 
-  # The header dependencies (CUTLASS, ...) of the kernels a variant compiles,
-  # fetched as kernelnix/data/dependencies.json pins them; the build step finds
-  # each through KERNELNIX_DEP_<NAME> (kernelnix.compile.dependencies).
+  # What every builder of the toolchain gets (env.sh reads it): its Python and
+  # a PATH of store paths; the wheels' unpacking also the ELF patcher.
+  scriptEnvOf =
+    system:
+    let
+      t = tools system;
+    in
+    {
+      hostEnv = ./env.sh;
+      hermeticPython = t.python;
+      hermeticPath = builtins.concatStringsSep ":" t.path;
+      patchInterpreters = ./patch-interpreters.sh;
+      inherit (t) loader libraries patchelf;
+    };
+
+  # build.toml `depends` that give headers (CUTLASS, ...): the build step finds
+  # them in the build Python's packages or KERNELNIX_DEP_<NAME>, which this
+  # toolchain does not supply yet.
+  headerDependencies =
+    (builtins.fromJSON (builtins.readFile (kernelnixSrc + "/kernelnix/data/dependencies.json"))).dependencies;
   headerDependsOf =
     variant:
     util.unique (
-      builtins.filter (name: hermetic.headerDependencies ? ${name}) (
+      builtins.filter (name: headerDependencies ? ${name}) (
         builtins.concatMap (kernel: plan.kernels.${kernel}.depends or [ ]) (
-          builtins.attrNames variant.compile
+          builtins.attrNames (variant.compile or { })
         )
       )
     );
-  unpinned =
-    variant:
-    builtins.filter (name: !(hermetic.headerDependencies.${name} ? hermetic)) (
-      headerDependsOf variant
-    );
-  dependencyEnv =
-    system: variant:
-    builtins.listToAttrs (
-      map (
-        name:
-        let
-          pin = hermetic.headerDependencies.${name}.hermetic;
-        in
-        {
-          # kernelnix.compile.dependencies.environment_variable's rule.
-          name = "KERNELNIX_DEP_${
-            util.toUpper (
-              builtins.concatStringsSep "_" (
-                builtins.filter builtins.isString (builtins.split "[^A-Za-z0-9]" name)
-              )
-            )
-          }";
-          value = "${
-            (pkgsFor system).fetchFromGitHub {
-              inherit (pin)
-                owner
-                repo
-                tag
-                hash
-                ;
-            }
-          }/include";
-        }
-      ) (headerDependsOf variant)
-    );
 
-  entryOf =
-    system: variant:
-    let
-      bs = select.buildSetOf system variant;
-    in
-    if bs == null then
-      throw "kernelnix (hermetic toolchain): no build set of matrix.json gives torch ${variant.torch} with ${variant.backend} on ${system}; run `kernelnix generate`"
-    else
-      (pkgsFor system).kernelnixHermetic.entries.${select.key bs};
+  # A noarch variant of a backend the lock chose no build set for builds
+  # without Torch (its import check says it skipped); every other variant needs
+  # its locked wheels.
+  needsWheels = variant: variant.kind != "noarch";
 
   notOffered =
     system: name: variant:
-    if !haveNixpkgs then
-      throw needNixpkgs
+    if variant.kind == "tvm-ffi" then
+      "the hermetic toolchain does not build tvm-ffi kernels yet (use the host toolchain)"
+    else if builtins.match ".*-linux" variant.system == null then
+      "the hermetic toolchain builds Linux variants only (use the host toolchain)"
+    else if !(has system) then
+      "the hermetic toolchain's registry has no tools for ${system} (it has ${
+        builtins.concatStringsSep ", " (builtins.attrNames registry.systems)
+      })"
+    else if headerDependsOf variant != [ ] then
+      "the hermetic toolchain does not supply header dependencies (${
+        builtins.concatStringsSep ", " (headerDependsOf variant)
+      }) yet; use the host toolchain"
+    else if wheels.dependsMissing system tag variant != null then
+      wheels.dependsMissing system tag variant
+    else if needsWheels variant && wheels.entry tag variant == null then
+      wheels.missing tag variant
     else
-      let
-        bs = select.buildSetOf system variant;
-        unpinnedHere = unpinned variant;
-        unpackagedHere = unpackaged variant;
-      in
-      if variant.kind == "tvm-ffi" then
-        "the hermetic toolchain does not build tvm-ffi kernels (use the host toolchain)"
-      else if bs == null then
-        "no build set of matrix.json gives Torch ${variant.torch} with ${variant.backend} on ${system}"
-      else if unpinnedHere != [ ] then
-        "the hermetic toolchain has no pinned source for ${builtins.concatStringsSep ", " unpinnedHere} (kernelnix/data/dependencies.json: hermetic)"
-      else if unpackagedHere != [ ] then
-        "nixpkgs has no package for its python-depends ${builtins.concatStringsSep ", " unpackagedHere} (kernelnix/data/python_dependencies.json)"
-      else
-        select.notOffered system bs;
+      null;
+
+  # The shared variant derivation (nix/lib/variant.nix) and kernelnix's other
+  # steps run ../host/setup.sh: the variant's wheels on PYTHONPATH (its nvcc on
+  # PATH) with kernelnix's source, the toolchain's Python and PATH (env.sh).
+  stepOf = system: torchRequirement: {
+    builder = registry.shell;
+    setup = ../host/setup.sh;
+    env = scriptEnvOf system // {
+      kernelnix = kernelnixSrc;
+      inherit torchRequirement;
+      # Whatever the build machine's clock says, and for every file time.
+      SOURCE_DATE_EPOCH = "315532800";
+    };
+  };
 
   variantEnv =
     {
@@ -142,51 +136,25 @@ let
       variant,
     }:
     let
-      entry = entryOf system variant;
+      t = tools system;
+      found = wheels.entry tag variant;
+      step = stepOf system (if found == null then "none" else "any");
     in
-    {
-      builder = entry.shell;
-      setup = ./setup.sh;
-      env =
-        entry.env
-        // dependencyEnv system variant
-        // {
-          KERNELNIX_PYTHON = "${entry.pythonEnvWith (pythonDependsOf variant)}/bin/python3";
-        };
-      # What the derivation was given, for inspection (nix eval) and tests.
-      passthru.hermetic = {
-        inherit (entry)
-          key
-          torch
-          toolkit
-          cc
-          glibc
-          pythonEnv
-          kernelnix
-          ;
-      };
-    };
-
-  # kernel-builder's `pkgs.<variant>`: nixpkgs with kernelnix's overlay, plus
-  # the variant's Torch, C/C++ compiler and Python environment (python3:
-  # Torch, kernelnix, kernels).
-  variantPkgs =
-    {
-      system,
-      name,
-      variant,
-    }:
-    let
-      entry = entryOf system variant;
-    in
-    pkgsFor system
+    step
     // {
-      inherit (entry) torch cc;
-      python3 = entry.pythonEnv;
+      env =
+        step.env
+        // wheels.variantVariables system (scriptEnvOf system) tag variant found
+        // {
+          CC = t.cc;
+          CXX = t.cxx;
+          # nvcc's host compiler.
+          CUDAHOSTCXX = t.cxx;
+        }
+        // (if variant.kind == "noarch" then { } else { glibcTarget = t.glibcTarget; });
     };
 
-  # Scripts and shells of a variant use its Python (with Torch, kernelnix,
-  # kernels and pytest) and tools.
+  # Scripts and shells of a variant: the environment of its system.
   envFor =
     variantName:
     let
@@ -194,52 +162,27 @@ let
         builtins.attrNames plan.variants
       );
     in
-    if system == null then
-      throw "kernelnix (hermetic toolchain): no variant ${variantName} to take a Python from"
+    if system == null || !(has system) then
+      throw "kernelnix (hermetic toolchain): no variant ${variantName} to take an environment from"
     else
-      let
-        variant = plan.variants.${system}.${variantName};
-        entry = entryOf system variant;
-        native = map (p: "${p.bin or p}/bin") (pythonNativeCheckInputs entry.python.pkgs);
-        python = entry.pythonEnvWith (ps: pythonDependsOf variant ps ++ pythonCheckInputs ps);
-      in
-      entry.env
-      // dependencyEnv system variant
-      // {
-        KERNELNIX_PYTHON = "${python}/bin/python3";
-        PATH = builtins.concatStringsSep ":" (native ++ [ entry.env.PATH ]);
-        hostEnv = ./env.sh;
-      };
+      scriptEnvOf system;
 in
 {
   name = "hermetic";
   redistributable = true;
-  inherit notOffered variantEnv variantPkgs;
+  inherit notOffered variantEnv;
   buildTools =
     system:
     let
-      pkgs = pkgsFor system;
+      t = tools system;
     in
     {
-      shell = "${pkgs.bash}/bin/bash";
-      bash = "${pkgs.bash}/bin/bash";
-      path = "${pkgs.coreutils}/bin";
+      shell = registry.shell;
+      bash = registry.shell;
+      path = builtins.concatStringsSep ":" t.path;
     };
   # kernelnix's other steps (the plan, CARD.md): kernelnix without Torch.
-  stepEnv =
-    system:
-    let
-      pkgs = pkgsFor system;
-      python = pkgs.kernelnixHermetic.python.withPackages (ps: [ (ps.toPythonModule pkgs.kernelnix) ]);
-    in
-    {
-      builder = "${pkgs.bash}/bin/bash";
-      setup = ./setup.sh;
-      env = {
-        KERNELNIX_PYTHON = "${python}/bin/python3";
-        PATH = "${pkgs.coreutils}/bin";
-      };
-    };
+  stepEnv = system: stepOf system "none";
   scriptEnvFor = envFor;
   shellEnvFor = envFor;
   scriptEnv = throw "kernelnix (hermetic toolchain): scripts take the environment of a variant (scriptEnvFor)";

@@ -1,4 +1,4 @@
-# kernelnix-generated: {"kernelnix-url": "kernelnix", "sha256": "9057eb60f69d8afc3e42c62f815fc2ae1d9421cfb1e3e74c49c06049abe03847", "toolchain": "host"}
+# kernelnix-generated: {"kernelnix-url": "kernelnix", "sha256": "fcdaab37047657735e31a4d45801866e1243f350b08f6105afef4d0be3a3e4f9", "toolchain": "host"}
 # Written by `kernelnix generate`. The outputs come from kernelnix-plan.json,
 # which `kernelnix generate` rewrites after build.toml changes. Edit this file
 # freely: kernelnix keeps an edited flake.nix unless you pass --force.
@@ -13,13 +13,10 @@
   inputs.kernelnix.url = "kernelnix";
 
   outputs =
-    { self, kernelnix, ... }@inputs:
+    { self, kernelnix, ... }:
     kernelnix.lib.kernelFlake {
       inherit self;
       path = ./.;
       toolchain = "host";
-      # The hermetic toolchain builds with the nixpkgs kernelnix pins; a
-      # `nixpkgs` input of this flake replaces it.
-      nixpkgs = inputs.nixpkgs or null;
     };
 }

@@ -1,4 +1,4 @@
-# kernelnix-generated: {"kernelnix-url": "git+file:///src/kernelnix", "sha256": "34eb19e18d8cfe178c9461134df3acddc6ffb57fd399222a4f22617f971a3936", "toolchain": "host"}
+# kernelnix-generated: {"kernelnix-url": "git+file:///src/kernelnix", "sha256": "0db973c9373aed5536918d7e255c7071054427a6d5a0db8fd1d1770222d11efc", "toolchain": "host"}
 # Written by `kernelnix generate`. The outputs come from kernelnix-plan.json,
 # which `kernelnix generate` rewrites after build.toml changes. Edit this file
 # freely: kernelnix keeps an edited flake.nix unless you pass --force.
@@ -13,13 +13,10 @@
   inputs.kernelnix.url = "git+file:///src/kernelnix";
 
   outputs =
-    { self, kernelnix, ... }@inputs:
+    { self, kernelnix, ... }:
     kernelnix.lib.kernelFlake {
       inherit self;
       path = ./.;
       toolchain = "host";
-      # The hermetic toolchain builds with the nixpkgs kernelnix pins; a
-      # `nixpkgs` input of this flake replaces it.
-      nixpkgs = inputs.nixpkgs or null;
     };
 }
