@@ -156,6 +156,11 @@ COMMANDS: dict[str, CommandEntry] = {
     "lock-wheels": CommandEntry(
         "lock", "Record URL and sha256 of every wheel the toolchains fetch."
     ),
+    "lock-toolchain": CommandEntry(
+        "lock",
+        "Record URL, hash and size of every Debian package, npm tarball and wheel the "
+        "hermetic toolchain is made of.",
+    ),
     "nix-library": CommandEntry("nix", "Print the flake URL of this kernelnix's Nix library."),
     "plan": CommandEntry(
         "plan", "Write the build plan of DIRECTORY/build.toml (JSON, every system)."

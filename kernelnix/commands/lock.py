@@ -1,4 +1,5 @@
-"""`kernelnix lock-wheels`: fill kernelnix/data/wheel-lock.json (kernelnix.host.hermetic_wheels)."""
+"""`kernelnix lock-wheels`: fill kernelnix/data/wheel-lock.json (kernelnix.host.hermetic_wheels);
+`kernelnix lock-toolchain`: fill kernelnix/data/toolchain-lock.json (host.toolchain_lock)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from kernelnix.cli import command
 from kernelnix.host.hermetic_wheels import LOCK_FILE, PYPI_SIMPLE, lock
 from kernelnix.host.host_wheels import DEFAULT_PYTHON_TAGS, lock_host_file
 from kernelnix.host.python_wheels import IMPORTS_FILE, lock_python_file
+from kernelnix.host.toolchain_lock import LOCK_FILE as TOOLCHAIN_LOCK_FILE
+from kernelnix.host.toolchain_lock import NPM_REGISTRY, SPEC_FILE, lock_toolchain
 
 
 @command("lock-wheels")
@@ -98,5 +101,52 @@ def lock_wheels(
     click.echo(f"wrote {lock_file} ({len(result.locked)} locked, {len(result.kept)} kept)")
     if result.missing:
         for name in result.missing:
+            click.echo(f"not found: {name}", err=True)
+        sys.exit(1)
+
+
+@command("lock-toolchain")
+@click.option(
+    "--pypi",
+    default=PYPI_SIMPLE,
+    show_default=True,
+    metavar="URL",
+    help="The index page of the wheels and the sdist, `{name}` filled in.",
+)
+@click.option(
+    "--npm", default=NPM_REGISTRY, show_default=True, metavar="URL", help="The npm registry."
+)
+@click.option(
+    "--spec",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=SPEC_FILE,
+    show_default=True,
+    help="What the toolchain is made of.",
+)
+@click.option(
+    "--lock-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=TOOLCHAIN_LOCK_FILE,
+    show_default=True,
+    help="The lock file to write.",
+)
+def lock_toolchain_command(pypi: str, npm: str, spec: Path, lock_file: Path) -> None:
+    """Each Debian package of the spec is looked up in the apt indexes it names
+    (the newest version built for the system's architecture), the bootstrap
+    tarball on the npm registry, the wheels and ninja's sdist on PyPI; Python
+    packages come with what they require. Run it on a machine with network
+    access when a locked .deb is gone from Debian's mirror (the fetch error says
+    so), then commit the lock file. What it cannot find is listed and the exit
+    code is 1; what it found is written either way.
+
+    \b
+    Examples:
+      kernelnix lock-toolchain
+      kernelnix lock-toolchain --lock-file /tmp/toolchain-lock.json
+    """
+    missing = lock_toolchain(spec, lock_file, pypi, npm, lambda line: click.echo(line, err=True))
+    click.echo(f"wrote {lock_file}")
+    if missing:
+        for name in missing:
             click.echo(f"not found: {name}", err=True)
         sys.exit(1)

@@ -84,7 +84,7 @@ class Target:
 
     @property
     def arch(self) -> str:
-        return HOST_SYSTEMS[self.system]
+        return self.system.partition("-")[0]
 
     def marker_environment(self, extra: str = "") -> dict[str, str]:
         version = f"{self.python[2]}.{self.python[3:]}"
