@@ -66,9 +66,18 @@ class BuildSetOf(Protocol):
 
 @dataclass(frozen=True)
 class LockedWheel:
+    """A locked file: a wheel, or one of the hermetic toolchain's artifacts (a .deb,
+    an sdist, an npm tarball), and the lock and command that name it, for errors."""
+
     name: str
     url: str
-    hash: str  # SRI: sha256-<base64>
+    hash: str  # SRI: sha256-<base64> (sha512 for npm tarballs)
+    label: str = ""  # what it is: "the Debian package gcc-12 12.2.0-14+deb12u1 (amd64)"
+    lock: str = "the wheel lock (kernelnix/data/wheel-lock.json)"
+    relock: str = "kernelnix lock-wheels"
+
+    def describe(self) -> str:
+        return self.label or self.name
 
 
 @dataclass(frozen=True)
@@ -238,12 +247,12 @@ def cache_dir() -> Path:
     return Path(base) / "kernelnix"
 
 
-def sri_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+def sri_sha256(path: Path, algorithm: str = "sha256") -> str:
+    digest = hashlib.new(algorithm)
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(CHUNK), b""):
             digest.update(chunk)
-    return "sha256-" + base64.b64encode(digest.digest()).decode()
+    return f"{algorithm}-" + base64.b64encode(digest.digest()).decode()
 
 
 def _download(url: str, part: Path) -> None:
@@ -283,8 +292,9 @@ def _nix_store(*args: str) -> str | None:
 
 def store_path(wheel: LockedWheel) -> Path | None:
     """Where Nix keeps the wheel (the host toolchain's fixed-output fetch of it)."""
-    digest = base64.b64decode(wheel.hash.removeprefix("sha256-")).hex()
-    found = _nix_store("--print-fixed-path", "sha256", digest, wheel.name)
+    algorithm, _, encoded = wheel.hash.partition("-")
+    digest = base64.b64decode(encoded).hex()
+    found = _nix_store("--print-fixed-path", algorithm, digest, wheel.name)
     return Path(found) if found else None
 
 
@@ -305,30 +315,38 @@ def fetch_wheel(wheel: LockedWheel, cache: Path, log: Callable[[str], None]) -> 
         _download(wheel.url, part)
     except (OSError, http.client.HTTPException) as error:
         raise _fault(error, f"fetching {wheel.url} into {part}", wheel) from error
-    found = sri_sha256(part)
+    algorithm = wheel.hash.partition("-")[0]
+    found = sri_sha256(part, algorithm)
     if found != wheel.hash:
         part.unlink()
         raise UserError.single(
-            f"{wheel.name} from {wheel.url} has sha256 {found}, but the wheel lock "
-            f"(kernelnix/data/wheel-lock.json) records {wheel.hash}; the download was removed",
-            fix="run the build again (a broken download is fetched anew); if it persists, the "
-            "file on the index changed: run `kernelnix lock-wheels` and review the lock's diff",
+            f"{wheel.describe()} from {wheel.url} has {algorithm} {found}, but {wheel.lock} "
+            f"records {wheel.hash}; the download was removed",
+            fix="run it again (a broken download is fetched anew); if it persists, the "
+            f"file on the server changed: run `{wheel.relock}` and review the lock's diff",
         )
     os.replace(part, path)
-    if stored is not None and _nix_store("--add-fixed", "sha256", str(path)) == str(stored):
+    if stored is not None and _nix_store("--add-fixed", algorithm, str(path)) == str(stored):
         path.unlink()
         return stored
     return path
 
 
 def _fault(error: Exception, doing: str, wheel: LockedWheel) -> UserError:
+    if isinstance(error, urllib.error.HTTPError) and error.code in (404, 410):
+        return UserError.single(
+            f"{wheel.describe()} is gone from {wheel.url} (HTTP {error.code}); {wheel.lock} "
+            "names a file the server no longer has (Debian's mirror keeps only the versions "
+            "its current indexes name)",
+            fix=f"run `{wheel.relock}` on a machine with network access and commit the lock",
+        )
     if isinstance(error, OSError) and error.errno == errno.ENOSPC:
         return UserError.single(
             f"no space left on the device while {doing}; nothing unfinished was kept",
             fix="free disk space, or point KERNELNIX_CACHE at a larger disk, and run it again",
         )
     return UserError.single(
-        f"cannot fetch {wheel.name} ({doing}): {error}",
+        f"cannot fetch {wheel.describe()} ({doing}): {error}",
         fix="check the network and run it again: a partial download resumes where it stopped",
     )
 

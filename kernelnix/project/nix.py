@@ -36,6 +36,7 @@ from kernelnix.core.process import shown
 from kernelnix.emit.escape import nix_string
 from kernelnix.emit.flake import DEFAULT_KERNELNIX_URL, FLAKE_FILE, pristine_settings
 from kernelnix.host.system import current_system
+from kernelnix.host.toolchain_fetch import prefetch_toolchain
 from kernelnix.project.generate import generate
 from kernelnix.project.library import library_url
 
@@ -308,11 +309,13 @@ def build_with_nix(
     if variant is not None:
         _require_offered(project, variant)
     result = project.root / "result"
+    attribute = variant or "bundle"
     run(
         nix_command(
             "build",
-            project.ref(variant or "bundle"),
+            project.ref(attribute),
             *project.overrides,
+            *sandbox_options(project, attribute),
             "--out-link",
             str(result),
             *options.args(),
@@ -329,14 +332,19 @@ def sandbox_options(project: FlakeProject, attribute: str) -> tuple[str, ...]:
     runs /bin/sh, which the sandbox hides. The one place that decides it: the
     builder of the derivation of `attribute` is a store path (the registry's
     shell) for the hermetic toolchain and /bin/sh for the host one
-    (nix/lib/bundle.nix, nix/lib/variant.nix)."""
+    (nix/lib/bundle.nix, nix/lib/variant.nix). For the hermetic toolchain its
+    locked artifacts are fetched first (kernelnix.host.toolchain_fetch), so that a
+    file gone from its server is one error naming the fix, not Nix's."""
     in_store = (
         "d: builtins.substring 0 (builtins.stringLength builtins.storeDir) d.builder"
         " == builtins.storeDir"
     )
     command = nix_command("eval", "--json", project.ref(attribute), *project.overrides)
     hermetic = json.loads(run([*command, "--apply", in_store], capture=True))
-    return ("--option", "sandbox", "true") if hermetic else ()
+    if not hermetic:
+        return ()
+    prefetch_toolchain(current_system(), lambda line: click.echo(line, err=True))
+    return ("--option", "sandbox", "true")
 
 
 @contextmanager
