@@ -89,6 +89,23 @@ let
       )
     );
 
+  # nvcc's steps through the store shell, not /bin/sh (./system-shell.c).
+  systemShell =
+    system:
+    builtins.derivation {
+      inherit system;
+      name = "kernelnix-system-shell.so";
+      builder = registry.shell;
+      args = [
+        "-c"
+        ''"$cc" -O2 -fPIC -shared -DKERNELNIX_SHELL="\"$shell\"" -o "$out" "$src"''
+      ];
+      cc = (tools system).cc;
+      shell = registry.shell;
+      src = ./system-shell.c;
+      PATH = (scriptEnvOf system).hermeticPath;
+    };
+
   # A noarch variant of a backend the lock chose no build set for builds
   # without Torch (its import check says it skipped); every other variant needs
   # its locked wheels.
@@ -151,7 +168,8 @@ let
           # nvcc's host compiler.
           CUDAHOSTCXX = t.cxx;
         }
-        // (if variant.kind == "noarch" then { } else { glibcTarget = t.glibcTarget; });
+        // (if variant.kind == "noarch" then { } else { glibcTarget = t.glibcTarget; })
+        // (if variant.backend == "cuda" then { LD_PRELOAD = systemShell system; } else { });
     };
 
   # Scripts and shells of a variant: the environment of its system.
