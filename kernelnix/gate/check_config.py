@@ -17,6 +17,7 @@ from kernelnix.core.diagnostics import Diagnostic, display_path, format_key_path
 from kernelnix.core.version import Version
 from kernelnix.emit.cmake import cmake_value_problems
 from kernelnix.plan.build import PlanOptions, draft_plan
+from kernelnix.plan.gencode import capability_base
 from kernelnix.plan.model import Plan
 from kernelnix.plan.variant_metadata import UnknownPythonDependency, python_depends_for
 from kernelnix.variants.archs import cuda_capability_supported
@@ -157,13 +158,18 @@ def _toolkit_versions(loaded: LoadedConfig, matrix: Matrix, backend: str) -> lis
 
 def _dropped_arch_warnings(loaded: LoadedConfig, matrix: Matrix, file: str) -> list[Diagnostic]:
     """Archs a kernel asks for that some of its toolkits do not build: named, not dropped
-    silently."""
+    silently; a CUDA capability no toolkit knows is an error."""
     cuda_versions = _toolkit_versions(loaded, matrix, "cuda")
     rocm_versions = [v.major_minor() for v in _toolkit_versions(loaded, matrix, "rocm")]
     warnings = []
+    known = matrix.cuda_supported_archs()
     for name, kernel in loaded.config.kernel.items():
         if isinstance(kernel, CudaKernel) and kernel.cuda_capabilities:
             for index, capability in enumerate(kernel.cuda_capabilities):
+                key = format_key_path(("kernel", name, "cuda-capabilities", index))
+                if capability_base(capability) not in known:
+                    warnings.append(_unknown_capability(file, key, capability, known))
+                    continue
                 without = [
                     cuda.major_minor()
                     for cuda in cuda_versions
@@ -171,7 +177,6 @@ def _dropped_arch_warnings(loaded: LoadedConfig, matrix: Matrix, file: str) -> l
                     and not cuda_capability_supported(capability, cuda, matrix)
                 ]
                 if without:
-                    key = format_key_path(("kernel", name, "cuda-capabilities", index))
                     warnings.append(_dropped(file, key, capability, "CUDA", without))
         if isinstance(kernel, RocmKernel) and kernel.rocm_archs and rocm_versions:
             for index, arch in enumerate(kernel.rocm_archs):
@@ -179,6 +184,16 @@ def _dropped_arch_warnings(loaded: LoadedConfig, matrix: Matrix, file: str) -> l
                     key = format_key_path(("kernel", name, "rocm-archs", index))
                     warnings.append(_dropped(file, key, arch, "ROCm", rocm_versions))
     return warnings
+
+
+def _unknown_capability(file: str, key: str, capability: str, known: list[str]) -> Diagnostic:
+    return Diagnostic(
+        f"{capability!r} is not a CUDA capability that any CUDA version of the matrix builds; "
+        f"valid capabilities: {', '.join(known)} (each may end in `a` or `f`, and `+PTX`)",
+        file=file,
+        key=key,
+        fix="use one of the valid capabilities, or remove it",
+    )
 
 
 def _dropped(file: str, key: str, arch: str, toolkit: str, versions: list[str]) -> Diagnostic:

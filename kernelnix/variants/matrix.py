@@ -82,6 +82,10 @@ class Matrix:
                 return list(entry["archs"])
         raise AssertionError("matrix.json: the last default-archs entry must have min-version 0")
 
+    def cuda_supported_archs(self) -> list[str]:
+        """Every CUDA capability some CUDA version of the matrix builds (`9.0`, no suffix)."""
+        return list(self.toolkits["cuda"]["supported-archs"])
+
     def rocm_archs(self) -> list[str]:
         return list(self.toolkits["rocm"]["archs"])
 

@@ -328,3 +328,33 @@ def test_a_v3_file_warns_that_kernel_builder_refuses_it(runner: CliRunner) -> No
     assert "pre-edition v3 format" in result.stderr
     assert "kernel-builder refuses this format" in result.stderr
     assert "kernelnix update-build" in result.stderr
+
+
+# ------------------------------------------------------------- CUDA capabilities
+
+
+def test_capabilities_10_3_and_12_1_are_accepted(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kernels #783: 10.3 and 12.1 for CUDA >= 12.9; CUDA 12.6 leaves them out, saying so."""
+    monkeypatch.chdir(tmp_path)
+    text = EDITION5 + 'cuda-capabilities = ["9.0", "10.3", "12.1"]\n'
+    write(tmp_path / "k", text)
+    result = runner.invoke(main, ["check-config", "k"])
+    assert_clean_exit(result, 0)
+    assert "arch '10.3' is not built with CUDA 12.6," in result.stderr
+    assert "error" not in result.stderr
+
+
+def test_an_unknown_capability_is_rejected_with_the_valid_ones(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "k", EDITION5 + 'cuda-capabilities = ["9.0", "10.4"]\n')
+    result = runner.invoke(main, ["check-config", "k"])
+    assert_clean_exit(result, 2)
+    assert (
+        "error: k/build.toml:15: kernel.relu.cuda-capabilities[1]: '10.4' is not a CUDA "
+        "capability that any CUDA version of the matrix builds; valid capabilities: 7.0, 7.2, "
+        "7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0, 10.1, 10.3, 11.0, 12.0, 12.1"
+    ) in result.stderr

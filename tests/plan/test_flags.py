@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from kernelnix.compile.gpu_archs import compiled_archs
 from kernelnix.config import load_config
 from kernelnix.plan.build import PlanOptions, build_plan
 from kernelnix.plan.gencode import cuda_gencode
@@ -149,3 +152,18 @@ def test_rocm_kernels_get_one_offload_arch_per_arch(plan: Plan) -> None:
     variant = plan.variant(SYSTEM, "torch213-cxx11-rocm72-x86_64-linux")
     assert variant.compile["hip"].gpu_flags == ["--offload-arch=gfx942", "-ffast-math"]
     assert set(variant.compile) == set(variant.kernels) == {"hip"}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH")
+def test_nvcc_compiles_the_gencode_flags_of_10_3_and_12_1(tmp_path: Path) -> None:
+    """The flags of the capabilities kernels #783 added, compiled by a real nvcc (13.0 here);
+    the object's fatbin holds exactly those archs (kernelnix.compile.gpu_archs)."""
+    source = tmp_path / "k.cu"
+    source.write_text("__global__ void k(float *x) { x[threadIdx.x] += 1.0f; }\n")
+    flags = cuda_gencode(["10.3", "12.1+PTX"])
+    subprocess.run(
+        ["nvcc", "-c", *flags, str(source), "-o", str(tmp_path / "k.o")],
+        check=True,
+        capture_output=True,
+    )
+    assert compiled_archs(tmp_path / "k.o", "cuda") == ["10.3", "12.1+PTX"]
