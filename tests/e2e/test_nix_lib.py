@@ -25,8 +25,6 @@ from kernelnix.variants.matrix import TOOLCHAINS
 from kernelnix.variants.names import VariantName, build_set_key
 
 LIB = ROOT / "nix" / "lib"
-# The hermetic toolchain's tools (issue 37), written beside it.
-REGISTRY = ROOT / "nix" / "registry" / "default.nix"
 HOST_TOOLCHAIN = ROOT / "nix" / "toolchains" / "host"
 
 pytestmark = pytest.mark.skipif(shutil.which("nix-instantiate") is None, reason="needs Nix")
@@ -361,7 +359,6 @@ def test_hostile_repo_id_reaches_ci_test_as_one_word(relu: Path, tmp_path: Path)
     assert not (tmp_path / "pwned").exists()
 
 
-@pytest.mark.skipif(not REGISTRY.is_file(), reason="needs nix/registry (the registry toolchain)")
 def test_hermetic_toolchain_lists_its_variants_from_data_alone(relu: Path) -> None:
     """No nixpkgs and nothing built: which variants the hermetic toolchain offers
     comes from the plan and the wheel lock (tests/e2e/test_hermetic.py builds them)."""
@@ -387,8 +384,6 @@ def test_the_library_has_exactly_the_toolchains_kernelnix_offers(relu: Path) -> 
     kernel = f"{{ outPath = {nix_path(relu)}; }}"
     flake = f"({library}).kernelFlake {{ self = {kernel}; toolchain = t; }}"
     for name in TOOLCHAINS:
-        if name == "hermetic" and not REGISTRY.is_file():
-            continue  # its tools (nix/registry/) are not there yet
         variants = nix_eval(
             f"let t = {nix_string(name)}; in ({flake}).packages.x86_64-linux.variants"
         )
