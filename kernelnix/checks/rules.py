@@ -28,6 +28,7 @@ from kernelnix.checks.metadata_rules import (
 from kernelnix.checks.policy import Policy, PolicyError, load_policy
 from kernelnix.checks.python_source import python_sources
 from kernelnix.checks.report import Violation
+from kernelnix.checks.store_paths import store_paths
 
 VariantRule = Callable[[VariantContext], Iterable[Violation]]
 
@@ -86,7 +87,7 @@ def _policy_for(ctx: VariantContext, binary: Binary) -> tuple[Policy | None, Vio
 
 LAYOUT: list[VariantRule] = list(LAYOUT_RULES)
 PYTHON_RULES: list[VariantRule] = [python_sources]
-BINARY_RULES: list[VariantRule] = [compiled_libraries]
+BINARY_RULES: list[VariantRule] = [compiled_libraries, store_paths]
 IMPORT_RULES: list[VariantRule] = [imports_through_kernels]
 
 

@@ -777,3 +777,35 @@ def test_command_bad_input_exits_2(tmp_path: Path) -> None:
     result = runner.invoke(check, [str(tmp_path), "--torch-stable-abi", "two"])
     assert result.exit_code == 2
     assert "invalid version 'two'" in result.output
+
+
+# ---------------------------------------------------------------------------
+# Store paths inside a library
+
+
+STORE_PATH = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-torch-env/include/relu.h"
+
+
+def test_a_store_path_in_a_library_names_the_library_the_path_and_the_section(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "where.c"
+    # What assert's __FILE__ leaves in code compiled without the path map.
+    source.write_text(f'const char *kn_where(void) {{ return "{STORE_PATH}"; }}\n')
+    library = tmp_path / f"{KERNEL_ID}.abi3.so"
+    subprocess.run(["gcc", "-O2", "-fPIC", "-shared", str(source), "-o", str(library)], check=True)
+    variant = make_variant(tmp_path / "build", library=library)
+    report = run_checks(variant, NO_IMPORT)
+    [violation] = [v for v in report.errors if v.rule == "store-path"]
+    assert violation.file == f"{KERNEL_ID}.abi3.so"
+    assert violation.subject == STORE_PATH
+    assert "in .rodata: a string constant: __FILE__ of an assert" in violation.found
+    assert "build the file through the generated CMake project" in violation.fix
+
+
+def test_a_library_without_store_paths_passes_the_store_path_rule(
+    tmp_path: Path, extension: Path
+) -> None:
+    variant = make_variant(tmp_path / "build", library=extension)
+    report = run_checks(variant, NO_IMPORT)
+    assert [v for v in report.violations if v.rule == "store-path"] == []
