@@ -35,8 +35,14 @@ if [ -n "$redistributable" ]; then policy=--redistributable; fi
 if [ -n "${glibcTarget:-}" ]; then policy="$policy --glibc-target $glibcTarget"; fi
 if [ -n "${noImportCheck:-}" ]; then policy="$policy --no-import-check"; fi
 
+# The CMake project in a folder whose path is the same in every build of the
+# derivation ($TMPDIR is /build in the sandbox), not a random temporary one: the
+# host side of a .cu file keeps its own path in __FILE__ (nvcc's preprocessing
+# does not apply -ffile-prefix-map), and `nix build --rebuild` must see the
+# same bytes.
 # shellcheck disable=SC2086 # $jobs is empty or two words, $policy up to four
 exec "$KERNELNIX_PYTHON" -m kernelnix build-variant $jobs $policy \
+  --work-dir "${TMPDIR:-/tmp}/kernelnix-build" \
   --plan "$planFile" \
   --variant "$variant" \
   --system "$targetSystem" \
