@@ -158,7 +158,9 @@ def _plan_variant(
         compiled = [a for archs in kernels.values() for a in (archs or [])]
         archs = metadata_archs(compiled) if compiled else None
     kernel_id = ops_id(config.general.python_name, variant.backend, unique)
-    metadata = metadata_for_backend(config, variant.backend, kernel_id, archs, provenance)
+    metadata = metadata_for_backend(
+        config, variant.backend, variant.kind, kernel_id, archs, provenance
+    )
     macos = matrix.macos_target(variant.backend) if variant.system.endswith("darwin") else None
     cri = cri_image((config.kernel[name] for name in kernels), matrix)
     return PlanVariant.model_construct(

@@ -161,6 +161,12 @@ class Metadata(Record):
     name: KernelName
     id: str = Field(description="The variant's Torch ops namespace.")
     version: NonNegativeInt
+    kernels_minver: str | None = Field(
+        None,
+        description="The oldest `kernels` loader that loads the variant (`major.minor.patch`); "
+        "kernelnix derives it from what the variant uses (kernelnix/data/loader-releases.json).",
+        pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+    )
     license: str
     upstream: str | None = None
     source: str | None = None
@@ -188,6 +194,13 @@ class Metadata(Record):
 @cache
 def python_dependency_table() -> dict[str, Any]:
     text = resources.files("kernelnix.data").joinpath("python_dependencies.json").read_text()
+    return json.loads(text)
+
+
+@cache
+def loader_releases() -> dict[str, Any]:
+    """The first loader release for each variant kind and feature (kernels-minver)."""
+    text = resources.files("kernelnix.data").joinpath("loader-releases.json").read_text()
     return json.loads(text)
 
 

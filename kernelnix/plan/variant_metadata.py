@@ -6,7 +6,13 @@ from __future__ import annotations
 from kernelnix.config.model import BuildConfig
 from kernelnix.config.tables import KernelDependencyRef
 from kernelnix.core.diagnostics import ConfigValueError
-from kernelnix.plan.metadata import BackendInfo, Metadata, Provenance, python_dependency_table
+from kernelnix.plan.metadata import (
+    BackendInfo,
+    Metadata,
+    Provenance,
+    loader_releases,
+    python_dependency_table,
+)
 
 
 class UnknownPythonDependency(ConfigValueError):
@@ -68,24 +74,41 @@ def noarch_archs(config: BuildConfig, backend: str) -> list[str] | None:
     return {"cuda": noarch.cuda_capabilities, "rocm": noarch.rocm_archs}.get(backend)
 
 
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def kernels_minver_for(kind: str, kernel_depends: list[KernelDependencyRef]) -> str:
+    """The oldest loader release that loads a variant of `kind` using these features:
+    the newest of their first releases (kernelnix/data/loader-releases.json)."""
+    releases = loader_releases()
+    needed = [releases["variant-kinds"][kind]]
+    if kernel_depends:
+        needed.append(releases["features"]["kernel-depends"])
+    return max(needed, key=_release)
+
+
 def metadata_for_backend(
     config: BuildConfig,
     backend: str,
+    kind: str,
     kernel_id: str,
     archs: list[str] | None = None,
     provenance: Provenance | None = None,
 ) -> Metadata:
     general = config.general
+    kernel_depends = kernel_depends_for(config, backend)
     # Unvalidated: the values are the validated config's (see kernelnix.plan.build).
     return Metadata.model_construct(
         name=general.name,
         id=kernel_id,
         version=general.version,
+        kernels_minver=kernels_minver_for(kind, kernel_depends),
         license=general.license,
         upstream=general.upstream,
         source=general.source,
         python_depends=python_depends_for(config, backend),
-        kernel_depends=kernel_depends_for(config, backend),
+        kernel_depends=kernel_depends,
         backend=BackendInfo.model_construct(type=backend, archs=archs),
         provenance=provenance,
     )

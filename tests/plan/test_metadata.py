@@ -16,16 +16,22 @@ from kernelnix.plan.metadata import (
     KernelGit,
     Metadata,
     MetadataRead,
+    loader_releases,
     metadata_schema,
     python_imports,
     read_metadata,
 )
-from kernelnix.plan.variant_metadata import UnknownPythonDependency, metadata_for_backend
+from kernelnix.plan.variant_metadata import (
+    UnknownPythonDependency,
+    kernels_minver_for,
+    metadata_for_backend,
+)
 
 REFERENCE_ORDER = [
     "name",
     "id",
     "version",
+    "kernels-minver",
     "license",
     "upstream",
     "source",
@@ -66,7 +72,9 @@ def full(tmp_path: Path) -> Path:
 def test_fields_per_backend_in_reference_order(full: Path) -> None:
     config = load_config(full).config
     cuda = json.loads(
-        metadata_for_backend(config, "cuda", "_relu_demo_cuda_x", ["9.0", "10.0"]).to_json_text()
+        metadata_for_backend(
+            config, "cuda", "arch", "_relu_demo_cuda_x", ["9.0", "10.0"]
+        ).to_json_text()
     )
     assert list(cuda) == [k for k in REFERENCE_ORDER if k in cuda]
     assert cuda["python-depends"] == ["einops", "nvidia-cutlass-dsl"]
@@ -75,7 +83,7 @@ def test_fields_per_backend_in_reference_order(full: Path) -> None:
         {"repo-id": "org/helper", "revision": "34fa"},
     ]
     assert cuda["backend"] == {"type": "cuda", "archs": ["9.0", "10.0"]}
-    cpu = json.loads(metadata_for_backend(config, "cpu", "_relu_demo_cpu_x").to_json_text())
+    cpu = json.loads(metadata_for_backend(config, "cpu", "arch", "_relu_demo_cpu_x").to_json_text())
     assert cpu["python-depends"] == ["einops"] and "archs" not in cpu["backend"]
     assert cpu["kernel-depends"] == [{"repo-id": "kernels-community/activation", "version": 1}]
     assert cpu["upstream"] == "https://github.com/org/relu"
@@ -134,7 +142,7 @@ def test_unknown_python_depends_are_errors(tmp_path: Path, extra: str, message: 
     config = load_config(tmp_path).config
     with pytest.raises(UnknownPythonDependency, match=message.replace("(", r"\(")):
         for backend in ("cuda", "tpu"):
-            metadata_for_backend(config, backend, "_demo_x")
+            metadata_for_backend(config, backend, "arch", "_demo_x")
 
 
 def test_python_imports_use_import_names() -> None:
@@ -148,7 +156,9 @@ def test_python_imports_use_import_names() -> None:
 
 def _written(full: Path) -> dict:
     config = load_config(full).config
-    return json.loads(metadata_for_backend(config, "cuda", "_relu_demo_cuda_x").to_json_text())
+    return json.loads(
+        metadata_for_backend(config, "cuda", "arch", "_relu_demo_cuda_x").to_json_text()
+    )
 
 
 def _read(tmp_path: Path, data: object) -> MetadataRead:
@@ -196,7 +206,7 @@ def test_unknown_keys_are_ignored_where_the_loader_ignores_them(full: Path, tmp_
     }
     extended = {
         **written,
-        "kernels-minver": "0.12.0",
+        "later": "0.12.0",
         "backend": {**written["backend"], "later": True},
         "provenance": provenance,
     }
@@ -204,7 +214,7 @@ def test_unknown_keys_are_ignored_where_the_loader_ignores_them(full: Path, tmp_
     read = _read(tmp_path, extended)
     assert read.problems == () and read.model is not None
     assert read.raw == extended  # kept as written, for `hash` to rewrite
-    assert "kernels-minver" not in read.model.to_data()
+    assert "later" not in read.model.to_data()
     # In a kernel-depends entry the loader refuses an unknown key, and so does kernelnix.
     depends = {**written, "kernel-depends": [{"repo-id": "org/x", "version": 1, "later": 1}]}
     assert not _loader_accepts(depends)
@@ -254,3 +264,28 @@ def test_the_schema_allows_unknown_keys_where_the_model_does() -> None:
     for name, table in schema["$defs"].items():
         expected = name != "KernelDependencyRef"
         assert table["additionalProperties"] is expected, name
+
+
+def test_kernels_minver_comes_from_the_kind_and_kernel_depends(full: Path) -> None:
+    """The full kernel has kernel-depends: every variant needs the first loader that
+    resolves them; without them, the first loader that knows the variant's name."""
+    releases = loader_releases()
+    plan = build_plan(load_config(full), PlanOptions(unique_id="abc1234"))
+    for variant in plan.variants["x86_64-linux"].values():
+        written = json.loads(variant.metadata.to_json_text())
+        assert written["kernels-minver"] == releases["features"]["kernel-depends"] == "0.17.0"
+        loaded = LoaderMetadata.from_bytes(variant.metadata.to_json_text().encode())
+        assert str(loaded.kernels_minver) == "0.17.0"
+    plain = build_plan(load_config(EXAMPLES / "relu-noarch"), PlanOptions(unique_id="abc1234"))
+    assert plain.variants["x86_64-linux"]["torch-cpu"].metadata.kernels_minver == "0.12.0"
+    assert kernels_minver_for("stable-abi", []) == releases["variant-kinds"]["stable-abi"]
+
+
+def test_metadata_reader_accepts_kernels_minver_and_refuses_a_bad_one(
+    full: Path, tmp_path: Path
+) -> None:
+    written = _written(full)
+    assert _read(tmp_path, written).model is not None
+    bad = _read(tmp_path, {**written, "kernels-minver": "0.17"})
+    assert bad.model is None and [p.key for p in bad.problems] == ["kernels-minver"]
+    assert not _loader_accepts({**written, "kernels-minver": "0.17"})
