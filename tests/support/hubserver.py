@@ -3,7 +3,8 @@
 It speaks the endpoints huggingface_hub's `whoami`, `create_repo` (and its
 repo-info fallback), `list_repo_refs`, `create_branch`, `list_repo_files` (tree) and
 `create_commit` (README check, preupload, NDJSON commit, pull requests) call,
-plus its user-agent detection. It keeps repositories in memory and records
+plus its user-agent detection, and the file downloads (`resolve`, HEAD and GET) of
+`hf_hub_download`. It keeps repositories in memory and records
 every request and commit. Every file is a regular (non-LFS) file.
 
 Bounded: it listens on a random loopback port, refuses bodies over
@@ -53,7 +54,9 @@ class FakeRepo:
     pull_requests: dict[str, Ref] = field(default_factory=dict)
 
     def ref(self, revision: str) -> Ref | None:
-        return self.branches.get(revision) or self.pull_requests.get(revision)
+        named = self.branches.get(revision) or self.pull_requests.get(revision)
+        by_commit = (ref for ref in self.branches.values() if ref.head == revision)
+        return named or next(by_commit, None)
 
 
 class HubError(Exception):
@@ -231,6 +234,9 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             self._serve("POST")
 
+        def do_HEAD(self) -> None:
+            self._serve("HEAD")
+
         def _serve(self, method: str) -> None:
             split = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(split.query).items()}
@@ -239,13 +245,18 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 hub.requests.append((method, split.path))
                 try:
                     self._authorize(method)
+                    if "resolve" in segments[:4]:
+                        return self._send_file(method, segments)
                     body = self._body()
                     self._reply(200, self._route(method, segments, query, body))
                 except HubError as exc:
                     self._reply(exc.status, {"error": str(exc), **exc.extra}, exc.code)
 
         def _authorize(self, method: str) -> None:
-            if method != "GET" and self.headers.get("authorization") != f"Bearer {TOKEN}":
+            if (
+                method not in ("GET", "HEAD")
+                and self.headers.get("authorization") != f"Bearer {TOKEN}"
+            ):
                 raise HubError(401, "Invalid credentials in Authorization header")
 
         def _body(self) -> bytes:
@@ -299,6 +310,25 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 return hub.commit(repo, repo_id, rest[0], lines, query.get("create_pr") == "1")
             hub.unexpected.append((method, self.path))
             raise HubError(404, f"fake hub: no endpoint {method} {self.path}")
+
+        def _send_file(self, method: str, segments: list[str]) -> None:
+            """`/[kernels/]org/name/resolve/REVISION/PATH`: a file's bytes, with the
+            commit and ETag headers hf_hub_download reads from its HEAD request."""
+            kind = "kernel" if segments[0] == "kernels" else "model"
+            start = 1 if kind == "kernel" else 0
+            repo_id = "/".join(segments[start : start + 2])
+            revision, path = segments[start + 3], "/".join(segments[start + 4 :])
+            ref = hub.repo(kind, repo_id).ref(revision)
+            if ref is None or path not in ref.files:
+                raise HubError(404, f"{path} not found at {revision}", "EntryNotFound")
+            data = ref.files[path]
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("ETag", f'"{_oid(data)}"')
+            self.send_header("X-Repo-Commit", ref.head)
+            self.end_headers()
+            if method == "GET":
+                self.wfile.write(data)
 
         def _reply(self, status: int, payload: Any, code: str | None = None) -> None:
             data = json.dumps(payload).encode()
