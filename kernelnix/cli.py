@@ -153,6 +153,11 @@ COMMANDS: dict[str, CommandEntry] = {
     "list-variants": CommandEntry(
         "plan", "List the build variants of DIRECTORY/build.toml, one per line."
     ),
+    "lock": CommandEntry(
+        "kernel_lock",
+        "Lock DIRECTORY/build.toml's kernel-depends, transitive ones included, to Hub "
+        "commits in DIRECTORY/kernels.lock.",
+    ),
     "lock-wheels": CommandEntry(
         "lock", "Record URL and sha256 of every wheel the toolchains fetch."
     ),
