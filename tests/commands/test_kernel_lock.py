@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hubserver import FakeHub
-from huggingface_hub import constants
+from hubserver import FakeHub, serving_downloads
 from kernels._rust import KernelDependency, KernelLocks, KernelVersion
 
 from kernelnix.cli import main
@@ -29,15 +28,8 @@ kernel-depends = [{{ repo-id = "{repo}", version = 1 }}]
 
 @pytest.fixture
 def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
-    with FakeHub() as server:
-        monkeypatch.setattr(constants, "ENDPOINT", server.url)
-        template = f"{server.url}/{{repo_id}}/resolve/{{revision}}/{{filename}}"
-        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
+    with serving_downloads(monkeypatch, tmp_path / "hub-cache") as server:
         yield server
-    assert server.unexpected == []
 
 
 def kernel(tmp_path: Path, repo: str) -> Path:

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hubserver import FakeHub
-from huggingface_hub import constants
+from hubserver import FakeHub, serving_downloads
 from kernels._rust import KernelDependency, KernelLocks, KernelVersion
 
 from kernelnix.core.diagnostics import UserError
@@ -20,15 +19,8 @@ VARIANT = "torch-universal"
 
 @pytest.fixture
 def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
-    with FakeHub() as server:
-        monkeypatch.setattr(constants, "ENDPOINT", server.url)
-        template = f"{server.url}/{{repo_id}}/resolve/{{revision}}/{{filename}}"
-        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
+    with serving_downloads(monkeypatch, tmp_path / "hub-cache") as server:
         yield server
-    assert server.unexpected == []
 
 
 def seed(hub: FakeHub, repo_id: str, branch: str, depends: list[tuple[str, int]]) -> None:

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from checks_corpus.corpus import build_corpus
 from handmade import copy_example, variant_with_library
-from hubserver import FakeHub
-from huggingface_hub import constants
+from hubserver import FakeHub, serving_downloads
 from kernels._rust import Digest as LoaderDigest
 from kernels._rust import DigestAlgorithm, DigestValidationError, Metadata
 
@@ -177,16 +176,8 @@ REPO = "kernelnix-tests/relu"
 def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
     """The fake Hub on 127.0.0.1, the only address huggingface_hub may reach, and
     a download cache of this test's own."""
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
-    with FakeHub() as server:
-        # Downloads are addressed by the URL template huggingface_hub made of the endpoint.
-        monkeypatch.setattr(constants, "ENDPOINT", server.url)
-        template = f"{server.url}/{{repo_id}}/resolve/{{revision}}/{{filename}}"
-        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
+    with serving_downloads(monkeypatch, tmp_path / "hub-cache") as server:
         yield server
-    assert server.unexpected == []
 
 
 def repository_files(bundle: Path) -> dict[str, bytes]:

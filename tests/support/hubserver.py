@@ -17,8 +17,11 @@ import base64
 import hashlib
 import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -342,3 +345,21 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+@contextmanager
+def serving_downloads(monkeypatch: Any, cache: Path) -> Iterator[FakeHub]:
+    """A FakeHub that huggingface_hub reaches for API calls and downloads (HF_ENDPOINT and
+    the URL template it made of the endpoint at import), with a download cache of its own;
+    no request it could not answer."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    with FakeHub() as server:
+        monkeypatch.setattr(constants, "ENDPOINT", server.url)
+        template = f"{server.url}/{{repo_id}}/resolve/{{revision}}/{{filename}}"
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        yield server
+    assert server.unexpected == []
