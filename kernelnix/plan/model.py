@@ -163,7 +163,10 @@ class PlanVariant(PlanModel):
         "kernelnix's provenance and the digest. Its `id` is "
         "`_<python-name>_<backend>_<unique-id>`: op namespace, module name, library stem; "
         "its `backend.archs` the union of the compiled archs (sorted as strings, like the "
-        "reference; noarch: from `[torch-noarch]`)."
+        "reference; noarch: from `[torch-noarch]`). Its `kernels-minver` is derived, never "
+        "set by the author: the newest of the first `kernels` releases that load the "
+        "variant's kind and, with `kernel-depends`, the first that resolves kernel "
+        "dependencies (kernelnix/data/loader-releases.json says how each was established)."
     )
     development_archs: list[str] | None = Field(
         None,

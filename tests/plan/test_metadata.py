@@ -277,7 +277,7 @@ def test_kernels_minver_comes_from_the_kind_and_kernel_depends(full: Path) -> No
         loaded = LoaderMetadata.from_bytes(variant.metadata.to_json_text().encode())
         assert str(loaded.kernels_minver) == "0.17.0"
     plain = build_plan(load_config(EXAMPLES / "relu-noarch"), PlanOptions(unique_id="abc1234"))
-    assert plain.variants["x86_64-linux"]["torch-cpu"].metadata.kernels_minver == "0.12.0"
+    assert plain.variants["x86_64-linux"]["torch-cpu"].metadata.kernels_minver == "0.11.2"
     assert kernels_minver_for("stable-abi", []) == releases["variant-kinds"]["stable-abi"]
 
 
