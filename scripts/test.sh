@@ -10,4 +10,4 @@ ruff format --check kernelnix tests benchmarks
 echo "+ python3 -m mypy"
 python3 -m mypy
 echo "+ python3 -m pytest -q"
-python3 -m pytest -q "$@"
+python3 -m pytest -q --durations=30 "$@"
