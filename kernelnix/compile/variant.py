@@ -45,10 +45,12 @@ from kernelnix.compile.hipify import (
     needs_hipify,
     with_hipified_sources,
 )
+from kernelnix.compile.nvcc_host import host_compiler_definitions
 from kernelnix.core.diagnostics import Diagnostic, UserError
 from kernelnix.core.fileio import replacing_dir
 from kernelnix.core.process import run_shown, shown
 from kernelnix.emit.cmake import cmake_project, noarch_ops_py, write_project
+from kernelnix.host.kernel_deps import fetch_kernel_deps, local_kernels_value
 from kernelnix.host.machine import compiler_version, host_check_policy, why_not_buildable
 from kernelnix.plan.gencode import capability_base, cuda_gencode
 from kernelnix.plan.ids import check_unique_id
@@ -299,6 +301,7 @@ def _cmake_definitions(
     launcher: str | None,
     redistributable: bool,
     glibc: GlibcTarget | None,
+    work: Path,
 ) -> list[str]:
     definitions = [
         *(cmake_definitions(glibc) if glibc else []),
@@ -309,6 +312,7 @@ def _cmake_definitions(
         *(
             f"-DCMAKE_{language}_COMPILER_LAUNCHER={launcher}"
             for language in (LAUNCHED_LANGUAGES if launcher else ())
+            if language != "CUDA"
         ),
     ]
     backend = variant.backend
@@ -318,6 +322,7 @@ def _cmake_definitions(
         if compiler:
             definitions.append(f"-DCMAKE_{language}_COMPILER={compiler[0]}")
     if backend == "cuda":
+        definitions += host_compiler_definitions(work, launcher)
         most_archs = max((len(a or []) for a in variant.kernels.values()), default=1)
         nvcc_jobs, threads = nvcc_concurrency(jobs, most_archs)
         definitions += [f"-DNVCC_THREADS={threads}", f"-DNVCC_JOBS={nvcc_jobs or 0}"]
@@ -393,7 +398,7 @@ def _compiled(
         kernel = _link_kernel(project, source_dir)
         launcher = compiler_launcher()
         definitions = _cmake_definitions(
-            plan, variant, kernel, jobs, launcher, redistributable, glibc
+            plan, variant, kernel, jobs, launcher, redistributable, glibc, work
         )
         run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
         run_compile(
@@ -476,12 +481,14 @@ def run_post_build_checks(
     redistributable: bool,
     import_check: bool = True,
     import_child: ImportChild | None = None,
+    local_kernels: str | None = None,
 ) -> None:
     """The post-build hook: kernelnix.checks over the staged variant directory,
     under build_policy's policy (which metadata_text recorded).
 
     `import_check=False` skips the import through `kernels` (kernel-builder's
-    doGetKernelCheck = false); `import_child` is its interpreter, started ahead.
+    doGetKernelCheck = false); `import_child` is its interpreter, started ahead;
+    `local_kernels` its kernel dependencies (LOCAL_KERNELS form).
     """
     policy, reason = build_policy(redistributable)
     options = CheckOptions(
@@ -491,11 +498,23 @@ def run_post_build_checks(
         python=sys.executable,
         import_check=import_check,
         import_child=import_child,
+        local_kernels=local_kernels,
     )
     report = run_checks(variant_dir, options)
     print(render_reports([report]), flush=True)
     if not report.ok:
         raise BuildError(f"{variant_dir.name}: the post-build checks failed (see above)")
+
+
+def _kernel_dependencies(variant: PlanVariant, variant_name: str, given: str | None) -> str | None:
+    """The LOCAL_KERNELS value the variant's import check resolves its kernel
+    dependencies with: `given`, else their folders fetched now."""
+    deps = variant.kernel_deps
+    if deps is None:
+        return None
+    if deps.error is not None:
+        raise UserError.single(f"cannot build {variant_name}: {deps.error}")
+    return given if given is not None else local_kernels_value(fetch_kernel_deps(deps.kernels))
 
 
 def _remove_bytecode(variant_dir: Path) -> None:
@@ -528,6 +547,7 @@ def build_variant(
     work_dir: Path | None = None,
     import_check: bool = True,
     glibc_target: Path | None = None,
+    local_kernels: str | None = None,
 ) -> Path:
     """Build one variant of `plan` into `out_dir/<variant_name>/` and return that path.
 
@@ -536,7 +556,9 @@ def build_variant(
     built for publishing (`redistributable`) by the host compilers needs it.
 
     `unique_id` replaces the plan's (new ops id and metadata id), `kernel_git`
-    its kernel commit (see apply_kernel_revision). `work_dir`
+    its kernel commit (see apply_kernel_revision). `local_kernels`: the folders
+    of the variant's kernel dependencies (LOCAL_KERNELS form, as the flake fetched
+    them); None: downloaded through huggingface_hub's cache. `work_dir`
     keeps the CMake project and build tree (incremental rebuilds); without it
     they live in a temporary directory that is removed afterwards.
     """
@@ -550,6 +572,7 @@ def build_variant(
         raise UserError.single(f"cannot build {variant_name} on this machine: {reason}")
     if import_check:
         require_python_depends(variant, variant_name)
+        local_kernels = _kernel_dependencies(variant, variant_name, local_kernels)
     metadata = metadata_text(variant, toolchain, redistributable, build_policy(redistributable)[0])
     out_dir.mkdir(parents=True, exist_ok=True)
     destination = out_dir / variant_name
@@ -571,7 +594,9 @@ def build_variant(
         )
     )
     # The import check's interpreter imports Torch while the variant compiles.
-    import_child = ImportChild(sys.executable) if import_check else None
+    import_child = (
+        ImportChild(sys.executable, local_kernels=local_kernels) if import_check else None
+    )
     with (
         import_child or nullcontext(),
         compiled as build,
@@ -581,6 +606,6 @@ def build_variant(
             _stage_noarch(plan, source_dir, target, metadata)
         else:
             _install(build, target, variant, strip=redistributable)
-        run_post_build_checks(target, redistributable, import_check, import_child)
+        run_post_build_checks(target, redistributable, import_check, import_child, local_kernels)
         _remove_bytecode(target)
     return destination

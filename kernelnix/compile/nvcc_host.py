@@ -1,0 +1,162 @@
+"""nvcc's host compiler, wrapped so that CUDA device code holds no path of the build.
+
+nvcc preprocesses each `.cu` file with its host compiler (`gcc -E`) and hands the
+output to cicc, which takes the file names of its line markers (`# 12 "/path/x.h"`)
+into the line tables of `-lineinfo` and `-G`. gcc does not apply `-ffile-prefix-map`
+to line markers, so the fatbin kept the absolute paths of Torch's, CUDA's and the
+kernel's headers. The wrapper runs the real compiler and rewrites the line markers
+of a preprocessing run's output with the same maps (`-ffile-prefix-map`,
+`-fdebug-prefix-map`) that the CMake project passes through `-Xcompiler`.
+
+It also maps the work directory (the folder above the wrapper's own) for every run,
+`__FILE__` included: that map is not on nvcc's command line, which ccache hashes
+as written, so a copy of the kernel elsewhere still hits the cache.
+
+nvcc also writes the source's path as given into each fatbin entry (fatbinary's
+`--ident`), and CMake gives it absolute: the launcher (first of the CUDA compiler
+launchers) hands nvcc the source relative to the build folder, and the wrapper makes
+a relative line marker absolute again before mapping it (cicc would join it to the
+working directory).
+
+Both are this module's text behind the build's Python (stdlib only, no import of
+kernelnix: they run once per nvcc step).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+WRAPPER_DIR = "nvcc-host"
+WORK_NEUTRAL = "/kernelnix/work"
+MAP_OPTIONS = ("-ffile-prefix-map=", "-fdebug-prefix-map=")
+# A line marker of gcc's output (`# 12 "file" 3`) or a #line directive.
+LINE_MARKER = re.compile(rb'^(#(?: |line )\d+ ")((?:[^"\\]|\\.)*)(")', re.MULTILINE)
+
+
+def prefix_maps(args: list[str]) -> list[tuple[str, str]]:
+    """(old, new) of each path map in the arguments, in order (gcc: the last match wins)."""
+    maps = []
+    for arg in args:
+        for option in MAP_OPTIONS:
+            if arg.startswith(option) and "=" in arg[len(option) :]:
+                old, new = arg[len(option) :].split("=", 1)
+                maps.append((old, new))
+    return maps
+
+
+def _escaped(text: str) -> bytes:
+    """A file name as gcc writes it in a line marker."""
+    return os.fsencode(text).replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+
+
+def remap_line_markers(text: bytes, maps: list[tuple[str, str]]) -> bytes:
+    """The preprocessed text with each line marker's file name made absolute and
+    mapped as gcc maps `__FILE__`: by the last map whose old prefix starts it."""
+    encoded = [(_escaped(old), _escaped(new)) for old, new in reversed(maps) if old]
+    cwd = os.getcwdb()
+
+    def mapped(match: re.Match[bytes]) -> bytes:
+        name = match.group(2)
+        if not name.startswith((b"/", b"<")):  # not <built-in> nor <command-line>
+            name = os.path.normpath(os.path.join(cwd, name))
+        for old, new in encoded:
+            if name.startswith(old):
+                name = new + name[len(old) :]
+                break
+        return match.group(1) + name + match.group(3)
+
+    return LINE_MARKER.sub(mapped, text)
+
+
+def _output_file(args: list[str]) -> str | None:
+    for index, arg in enumerate(args):
+        if arg == "-o" and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith("-o") and len(arg) > 2:
+            return arg[2:]
+    return None
+
+
+def run(real: str, args: list[str], work: str) -> int:
+    """Run the real compiler with the work directory mapped first (a later, more
+    specific map wins); a preprocessing run's line markers mapped too."""
+    args = [f"-ffile-prefix-map={work}={WORK_NEUTRAL}", *args]
+    if "-E" not in args or any(arg in ("-M", "-MM", "-dM") for arg in args):
+        os.execv(real, [real, *args])
+    output = _output_file(args)
+    if output is None or output == "-":
+        done = subprocess.run([real, *args], stdout=subprocess.PIPE, check=False)
+        if done.returncode == 0:
+            sys.stdout.buffer.write(remap_line_markers(done.stdout, prefix_maps(args)))
+        return done.returncode
+    status = subprocess.run([real, *args], check=False).returncode
+    if status == 0:
+        path = Path(output)
+        path.write_bytes(remap_line_markers(path.read_bytes(), prefix_maps(args)))
+    return status
+
+
+def launch(command: list[str]) -> None:
+    """Run the compile command (the next launcher or nvcc) with the source after `-c`
+    relative to the working directory (the build folder)."""
+    command = list(command)
+    for index, arg in enumerate(command[:-1]):
+        if arg == "-c" and os.path.isabs(command[index + 1]):
+            command[index + 1] = os.path.relpath(command[index + 1])
+    os.execvp(command[0], command)
+
+
+def real_host_compiler() -> str | None:
+    """The compiler nvcc would run: `CUDAHOSTCXX` (CMake's variable, the hermetic
+    toolchain's g++), else gcc on the PATH (nvcc's default); None: neither."""
+    chosen = os.environ.get("CUDAHOSTCXX") or "gcc"
+    return shutil.which(chosen)
+
+
+def host_compiler_definitions(work: Path, launcher: str | None) -> list[str]:
+    """The CMake definitions that make the wrapper nvcc's host compiler and the
+    launcher the first CUDA compiler launcher (none when no host compiler is found:
+    nvcc's own error then says so)."""
+    real = real_host_compiler()
+    if real is None:
+        return [f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}"] if launcher else []
+    directory = work / WRAPPER_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    for compiler in _siblings(Path(real)):
+        wrapper = _write_script(
+            directory / compiler.name,
+            f"run({str(compiler)!r}, sys.argv[1:], str(Path(__file__).absolute().parent.parent))",
+        )
+        # ccache checks nvcc's host compiler by size and time: the wrapper has its compiler's.
+        stat = compiler.stat()
+        os.utime(wrapper, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    launch_script = _write_script(directory / "launch", "launch(sys.argv[1:])")
+    launchers = ";".join([str(launch_script), *([launcher] if launcher else [])])
+    return [
+        f"-DCMAKE_CUDA_HOST_COMPILER={directory / Path(real).name}",
+        f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launchers}",
+    ]
+
+
+def _siblings(real: Path) -> list[Path]:
+    """The compiler and its C or C++ twin beside it (gcc, g++-12, clang++): nvcc is
+    given one and runs both, named as given (it tells gcc from clang by the name)."""
+    c_name = real.name.replace("g++", "gcc").replace("clang++", "clang")
+    cxx_name = c_name.replace("gcc", "g++").replace("clang", "clang++")
+    return [
+        real,
+        *(p for p in {real.with_name(c_name), real.with_name(cxx_name)} - {real} if p.exists()),
+    ]
+
+
+def _write_script(path: Path, call: str) -> Path:
+    """This module's text run by the build's Python, ending with `call`."""
+    source = Path(__file__).read_text(encoding="utf-8")
+    path.write_text(f"#!{sys.executable} -I\n{source}\n\nsys.exit({call})\n", encoding="utf-8")
+    path.chmod(0o755)
+    return path

@@ -1,0 +1,3 @@
+from ._ops import ops
+
+__all__ = ["ops"]
