@@ -28,14 +28,15 @@ ORIGINS = (
     (
         ".nv_fatbin",
         "CUDA device code: the line tables of -lineinfo or -G, or the file name of a device "
-        "assert, which -ffile-prefix-map does not reach",
-        "drop -lineinfo and -G from the kernel's cuda-flags for a published build, and build "
-        "device asserts with NDEBUG",
+        "assert, of a file compiled without the build step's nvcc host compiler wrapper",
+        "compile the file through the generated CMake project (its nvcc host compiler "
+        "maps every store path in device code), or drop -lineinfo and -G",
     ),
     (
         "__nv_relfatbin",
-        "CUDA device code of relocatable device code (-rdc): line tables or a device assert",
-        "drop -lineinfo and -G from the kernel's cuda-flags for a published build",
+        "CUDA device code of relocatable device code (-rdc): line tables or a device assert "
+        "of a file compiled without the build step's nvcc host compiler wrapper",
+        "compile the file through the generated CMake project, or drop -lineinfo and -G",
     ),
     (
         ".debug",

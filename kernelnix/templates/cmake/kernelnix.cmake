@@ -177,8 +177,9 @@ function(kernelnix_neutral_paths)
   list(TRANSFORM maps PREPEND "-ffile-prefix-map=")
   # The work directory (the kernel's own sources are linked into it) for the host
   # compilers only: ccache hashes nvcc's -Xcompiler options as written, and a copy
-  # of the kernel elsewhere would compile its CUDA sources again. It is no store
-  # path, so a CUDA source's own __FILE__ keeps nothing alive.
+  # of the kernel elsewhere would compile its CUDA sources again. nvcc's host
+  # compiler wrapper maps it for those, and device code's line markers with the
+  # -Xcompiler maps (kernelnix/compile/nvcc_host.py).
   target_compile_options(kernelnix_torch INTERFACE
     "$<$<COMPILE_LANGUAGE:C,CXX,OBJCXX,HIP>:-ffile-prefix-map=${work}=/kernelnix/work;${maps}>")
   list(TRANSFORM maps PREPEND "-Xcompiler=")
