@@ -8,9 +8,11 @@ kernel's headers. The wrapper runs the real compiler and rewrites the line marke
 of a preprocessing run's output with the same maps (`-ffile-prefix-map`,
 `-fdebug-prefix-map`) that the CMake project passes through `-Xcompiler`.
 
-It also maps the work directory (the folder above the wrapper's own) for every run,
-`__FILE__` included: that map is not on nvcc's command line, which ccache hashes
-as written, so a copy of the kernel elsewhere still hits the cache.
+It also maps the work directory (the folder above the build folder, where Ninja
+runs nvcc) for every run, `__FILE__` included: that map is not on nvcc's command
+line, which ccache hashes as written, so a copy of the kernel elsewhere still hits
+the cache. For the same reason the wrappers are not in the work directory but in
+one named after their text in kernelnix's cache (`-ccbin` is hashed as written).
 
 nvcc also writes the source's path as given into each fatbin entry (fatbinary's
 `--ident`), and CMake gives it absolute: the launcher (first of the CUDA compiler
@@ -24,6 +26,7 @@ kernelnix: they run once per nvcc step).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -82,9 +85,10 @@ def _output_file(args: list[str]) -> str | None:
     return None
 
 
-def run(real: str, args: list[str], work: str) -> int:
+def run(real: str, args: list[str]) -> int:
     """Run the real compiler with the work directory mapped first (a later, more
     specific map wins); a preprocessing run's line markers mapped too."""
+    work = os.path.dirname(os.getcwd())
     args = [f"-ffile-prefix-map={work}={WORK_NEUTRAL}", *args]
     if "-E" not in args or any(arg in ("-M", "-MM", "-dM") for arg in args):
         os.execv(real, [real, *args])
@@ -125,22 +129,53 @@ def host_compiler_definitions(work: Path, launcher: str | None) -> list[str]:
     real = real_host_compiler()
     if real is None:
         return [f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}"] if launcher else []
-    directory = work / WRAPPER_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    for compiler in _siblings(Path(real)):
-        wrapper = _write_script(
-            directory / compiler.name,
-            f"run({str(compiler)!r}, sys.argv[1:], str(Path(__file__).absolute().parent.parent))",
-        )
-        # ccache checks nvcc's host compiler by size and time: the wrapper has its compiler's.
-        stat = compiler.stat()
-        os.utime(wrapper, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    launch_script = _write_script(directory / "launch", "launch(sys.argv[1:])")
-    launchers = ";".join([str(launch_script), *([launcher] if launcher else [])])
+    compilers = _siblings(Path(real))
+    # ccache checks nvcc's host compiler by size and time: the wrapper has its compiler's.
+    scripts: dict[str, tuple[str, int | None]] = {
+        c.name: (f"run({str(c)!r}, sys.argv[1:])", c.stat().st_mtime_ns) for c in compilers
+    }
+    scripts["launch"] = ("launch(sys.argv[1:])", None)
+    directory = _scripts_dir(work, scripts)
+    launchers = ";".join([str(directory / "launch"), *([launcher] if launcher else [])])
     return [
         f"-DCMAKE_CUDA_HOST_COMPILER={directory / Path(real).name}",
         f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launchers}",
     ]
+
+
+def _scripts_dir(work: Path, scripts: dict[str, tuple[str, int | None]]) -> Path:
+    """The scripts (name: the call each ends with, its time), each this module's text run by the
+    build's Python, in a folder of kernelnix's cache named after them (the same path
+    for every copy of a kernel), else (no writable cache: a Nix build, whose work
+    directory is always the same) in the work directory."""
+    # Imported here: the scripts run this module's text without kernelnix.
+    from kernelnix.host.environments import cache_dir
+
+    source = Path(__file__).read_text(encoding="utf-8")
+    texts = {
+        name: f"#!{sys.executable} -I\n{source}\n\nsys.exit({call})\n"
+        for name, (call, _) in scripts.items()
+    }
+    digest = hashlib.sha256(repr(sorted(texts.items())).encode()).hexdigest()[:16]
+    for directory in (cache_dir() / WRAPPER_DIR / digest, work / WRAPPER_DIR):
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            for name, text in texts.items():
+                _write_executable(directory / name, text, scripts[name][1])
+        except OSError:
+            continue
+        return directory
+    raise OSError(f"cannot write nvcc's host compiler wrapper into {work / WRAPPER_DIR}")
+
+
+def _write_executable(path: Path, text: str, mtime_ns: int | None) -> None:
+    """Written beside and renamed into place: builds running at once share the folder."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(text, encoding="utf-8")
+    partial.chmod(0o755)
+    if mtime_ns is not None:
+        os.utime(partial, ns=(mtime_ns, mtime_ns))
+    os.replace(partial, path)
 
 
 def _siblings(real: Path) -> list[Path]:
@@ -152,11 +187,3 @@ def _siblings(real: Path) -> list[Path]:
         real,
         *(p for p in {real.with_name(c_name), real.with_name(cxx_name)} - {real} if p.exists()),
     ]
-
-
-def _write_script(path: Path, call: str) -> Path:
-    """This module's text run by the build's Python, ending with `call`."""
-    source = Path(__file__).read_text(encoding="utf-8")
-    path.write_text(f"#!{sys.executable} -I\n{source}\n\nsys.exit({call})\n", encoding="utf-8")
-    path.chmod(0o755)
-    return path

@@ -80,25 +80,23 @@ def test_line_markers_of_gcc_output_are_made_absolute_and_mapped(tmp_path: Path)
 
 
 @needs_gcc
-def test_wrappers_run_the_compilers_with_their_times(tmp_path: Path) -> None:
-    definitions = host_compiler_definitions(tmp_path, "/usr/bin/ccache")
-    directory = tmp_path / WRAPPER_DIR
+def test_wrappers_run_the_compilers_with_their_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERNELNIX_CACHE", str(tmp_path / "cache"))
+    definitions = host_compiler_definitions(tmp_path / "work", "/usr/bin/ccache")
+    # One folder for every copy of a kernel: ccache hashes -ccbin as written.
+    assert host_compiler_definitions(tmp_path / "elsewhere", "/usr/bin/ccache") == definitions
+    (directory,) = (tmp_path / "cache" / WRAPPER_DIR).iterdir()
     real = Path(GCC or "gcc")
     assert definitions == [
         f"-DCMAKE_CUDA_HOST_COMPILER={directory / real.name}",
         f"-DCMAKE_CUDA_COMPILER_LAUNCHER={directory / 'launch'};/usr/bin/ccache",
     ]
-    twin = real.with_name("g++")
-    for name, compiler in ((real.name, real), ("g++", twin)):
+    for name, compiler in ((real.name, real), ("g++", real.with_name("g++"))):
         wrapper = directory / name
         assert wrapper.stat().st_mtime_ns == compiler.stat().st_mtime_ns
-        version = subprocess.run([wrapper, "--version"], check=True, capture_output=True, text=True)
-        assert (
-            version.stdout.splitlines()[0]
-            == subprocess.run(
-                [compiler, "--version"], check=True, capture_output=True, text=True
-            ).stdout.splitlines()[0]
-        )
+        assert first_line(wrapper, "--version") == first_line(compiler, "--version")
     # The launcher hands the command the source after -c relative to the working directory.
     source = tmp_path / "src" / "x.c"
     shown = subprocess.run(
@@ -115,7 +113,24 @@ def test_wrappers_run_the_compilers_with_their_times(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     ).stdout
-    assert shown.strip() == str(["-c", "../src/x.c"])
+    assert shown.strip() == str(["-c", os.path.relpath(source, directory)])
+
+
+def test_without_a_writable_cache_the_wrappers_are_in_the_work_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cache").write_text("a file, not a folder")
+    monkeypatch.setenv("KERNELNIX_CACHE", str(tmp_path / "cache"))
+    definitions = host_compiler_definitions(tmp_path / "work", None)
+    assert (
+        definitions[1]
+        == f"-DCMAKE_CUDA_COMPILER_LAUNCHER={tmp_path / 'work' / WRAPPER_DIR / 'launch'}"
+    )
+
+
+def first_line(program: Path, *args: str) -> str:
+    done = subprocess.run([program, *args], check=True, capture_output=True, text=True)
+    return done.stdout.splitlines()[0]
 
 
 @pytest.mark.slow
