@@ -146,8 +146,8 @@ def host_compiler_definitions(work: Path, launcher: str | None) -> list[str]:
 def _scripts_dir(work: Path, scripts: dict[str, tuple[str, int | None]]) -> Path:
     """The scripts (name: the call each ends with, its time), each this module's text run by the
     build's Python, in a folder of kernelnix's cache named after them (the same path
-    for every copy of a kernel), else (no writable cache: a Nix build, whose work
-    directory is always the same) in the work directory."""
+    for every copy of a kernel), else (no writable home or cache: a Nix build, whose
+    work directory is always the same) in the work directory."""
     # Imported here: the scripts run this module's text without kernelnix.
     from kernelnix.host.environments import cache_dir
 
@@ -157,7 +157,12 @@ def _scripts_dir(work: Path, scripts: dict[str, tuple[str, int | None]]) -> Path
         for name, (call, _) in scripts.items()
     }
     digest = hashlib.sha256(repr(sorted(texts.items())).encode()).hexdigest()[:16]
-    for directory in (cache_dir() / WRAPPER_DIR / digest, work / WRAPPER_DIR):
+    # A Nix build's HOME (/homeless-shelter) must not come to exist: Nix refuses
+    # to build unsandboxed then.
+    home = Path.home()
+    shared = "KERNELNIX_CACHE" in os.environ or (home.is_dir() and os.access(home, os.W_OK))
+    places = [cache_dir() / WRAPPER_DIR / digest] if shared else []
+    for directory in (*places, work / WRAPPER_DIR):
         try:
             directory.mkdir(parents=True, exist_ok=True)
             for name, text in texts.items():
