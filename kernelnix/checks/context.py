@@ -45,6 +45,9 @@ class CheckOptions:
     redistributable: bool = True
     python_depends: tuple[str, ...] = ()  # extra allowed import names
     import_check: bool = True
+    # The variant's kernel dependencies for the import, in the loader's LOCAL_KERNELS
+    # form (`repo-id=folder:...`); None: none (the caller's LOCAL_KERNELS never leaks in).
+    local_kernels: str | None = None
     python: str | None = None  # interpreter for the import check; default: this one
     import_timeout: float = IMPORT_TIMEOUT
     # An import check interpreter the caller started ahead (the build step does,

@@ -226,6 +226,7 @@ class ImportChild:
         python: str,
         timeout: float = IMPORT_TIMEOUT,
         environ: Mapping[str, str] | None = None,
+        local_kernels: str | None = None,
     ) -> None:
         self.python = python
         self.timeout = timeout
@@ -243,6 +244,9 @@ class ImportChild:
         }
         env.pop("LOCAL_KERNELS", None)
         env.pop("KERNELS_CACHE", None)
+        if local_kernels:
+            # The loader's own way to a dependency's folder (get_kernel_dep).
+            env["LOCAL_KERNELS"] = local_kernels
         self._process: subprocess.Popen[str] | None = None
         self._start_error: OSError | None = None
         try:
@@ -308,13 +312,13 @@ def run_import(ctx: VariantContext) -> dict[str, Any]:
     if options.import_child is not None:
         first = options.import_child.load(ctx.variant_dir, packages)
     else:
-        with ImportChild(python, options.import_timeout) as child:
+        with ImportChild(python, options.import_timeout, None, options.local_kernels) as child:
             first = child.load(ctx.variant_dir, packages)
     if first.get("status") != "failed":
         return first
     failed: list[dict[str, Any]] = []
     for environ in alternative_environs(os.environ):
-        with ImportChild(python, options.import_timeout, environ) as child:
+        with ImportChild(python, options.import_timeout, environ, options.local_kernels) as child:
             result = child.load(ctx.variant_dir, packages)
         if result.get("status") == "ok":
             return {**result, "instead": {**first, "alternatives": failed}}

@@ -86,12 +86,16 @@ def _own_names(ctx: VariantContext) -> frozenset[str]:
 
 def _allowed_modules(ctx: VariantContext, guaranteed: frozenset[str]) -> frozenset[str]:
     depends = python_depends_imports(ctx.python_depends, ctx.backend)
+    # A kernel with kernel-depends reaches them through the loader's get_kernel_dep:
+    # whatever loads it is that loader (metadata's kernels-minver says which release).
+    loader = {"kernels"} if (ctx.metadata or {}).get("kernel-depends") else set()
     return frozenset(
         {
             *sys.stdlib_module_names,
             *guaranteed,
             *depends,
             *ctx.options.python_depends,
+            *loader,
         }
     )
 

@@ -88,6 +88,13 @@ reports_build_errors = exits_on(BuildError, "build failed: ")
     is_flag=True,
     help="Skip the import through `kernels` (a flake's doGetKernelCheck = false).",
 )
+@click.option(
+    "--local-kernels",
+    metavar="REPO=DIR[:REPO=DIR...]",
+    help="The folders of the variant's kernel dependencies, in the loader's LOCAL_KERNELS "
+    "form (the flake passes the ones it fetched); default: download them through "
+    "huggingface_hub's cache at the commits the plan locks.",
+)
 @JOBS_OPTION
 @CUDA_ARCHS_OPTION
 @DEPENDENCY_OPTION
@@ -110,6 +117,7 @@ def build_variant_command(
     redistributable: bool,
     glibc_target: Path | None,
     no_import_check: bool,
+    local_kernels: str | None,
     jobs: int | None,
     cuda_archs: str | None,
     dependencies: tuple[str, ...],
@@ -138,5 +146,6 @@ def build_variant_command(
         work_dir=work_dir,
         import_check=not no_import_check,
         glibc_target=glibc_target,
+        local_kernels=local_kernels,
     )
     click.echo(f"built {built}")

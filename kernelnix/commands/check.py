@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -144,8 +145,22 @@ def check_rules(path: Path, options: CheckOptions, rules: list[VariantRule]) -> 
     is_flag=True,
     help="Skip importing each variant through the kernels loader.",
 )
+@click.option(
+    "--local-kernels",
+    envvar="LOCAL_KERNELS",
+    metavar="REPO=DIR[:REPO=DIR...]",
+    help="Where the import finds the variants' kernel dependencies, as the loader reads "
+    "LOCAL_KERNELS (default: $LOCAL_KERNELS; `nix develop .#test` sets it).",
+)
 @reports_user_errors
-def check(policy: str | None, path: Path, no_import: bool, as_json: bool, **abi: Any) -> None:
+def check(
+    policy: str | None,
+    path: Path,
+    no_import: bool,
+    local_kernels: str | None,
+    as_json: bool,
+    **abi: Any,
+) -> None:
     """Layout, metadata, Python sources (imports, op namespaces), shared
     libraries (symbol versions, needed libraries, search paths, Python and
     Torch stable ABI, macOS deployment target) and an import through the
@@ -159,7 +174,8 @@ def check(policy: str | None, path: Path, no_import: bool, as_json: bool, **abi:
       kernelnix check build/
       kernelnix check --policy manylinux_2_28 --json result/torch213-cxx11-cpu-x86_64-linux
     """
-    reports = check_tree(path, _options(policy, import_check=not no_import, **abi))
+    options = _options(policy, import_check=not no_import, **abi)
+    reports = check_tree(path, replace(options, local_kernels=local_kernels or None))
     _print_reports(reports, as_json)
 
 

@@ -10,7 +10,7 @@ import click
 from kernelnix.cli import DIR_ARGUMENT, command, print_warnings, reports_user_errors
 from kernelnix.config import load_config
 from kernelnix.host.kernel_deps import Dependency, hub_api, lock_tree
-from kernelnix.plan.kernel_lock import LOCK_NAME, write_lock
+from kernelnix.plan.kernel_lock import FILES_LOCK_NAME, LOCK_NAME, write_files_lock, write_lock
 from kernelnix.plan.variant_metadata import kernel_depends_for
 
 
@@ -20,7 +20,9 @@ from kernelnix.plan.variant_metadata import kernel_depends_for
 def lock_kernels(directory: Path) -> None:
     """Version N of a dependency is its repo's `vN` branch, locked to that branch's
     head; every variant's metadata.json is read and its own kernel-depends are locked
-    too. The Hub is HF_ENDPOINT (default huggingface.co); HF_TOKEN reaches private
+    too. Beside kernels.lock (the loader's format), DIRECTORY/kernelnix-kernels.json
+    records the files of every variant of each locked kernel with their sha256: what
+    the flake fetches (fixed-output) and `build --local` downloads. The Hub is HF_ENDPOINT (default huggingface.co); HF_TOKEN reaches private
     repositories and is never written.
 
     \b
@@ -36,6 +38,8 @@ def lock_kernels(directory: Path) -> None:
         Dependency(ref.repo_id, ref.version if ref.version is not None else str(ref.revision))
         for ref in entries
     )
-    locks = lock_tree(roots, hub_api())
-    write_lock(directory / LOCK_NAME, locks)
-    click.echo(f"{directory / LOCK_NAME}: {len(locks)} kernel(s) locked")
+    tree = lock_tree(roots, hub_api())
+    write_lock(directory / LOCK_NAME, tree.locks)
+    write_files_lock(directory / FILES_LOCK_NAME, tree.files)
+    click.echo(f"{directory / LOCK_NAME}: {len(tree.locks)} kernel(s) locked")
+    click.echo(f"{directory / FILES_LOCK_NAME}: the files Nix and build --local fetch of them")

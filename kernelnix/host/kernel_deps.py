@@ -4,6 +4,7 @@ its own `kernel-depends`, and those are followed too; a cycle is refused."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -13,7 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernelnix.core.diagnostics import UserError
-from kernelnix.plan.kernel_lock import LockedKernel
+from kernelnix.plan.kernel_lock import (
+    FilesLock,
+    KernelFiles,
+    LockedKernel,
+    VariantFiles,
+    is_plain_file_path,
+)
+from kernelnix.plan.model import PlanKernelDep
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
@@ -43,18 +51,30 @@ def hub_api() -> HfApi:
     return HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
 
 
-def lock_tree(roots: Iterable[Dependency], api: HfApi) -> list[LockedKernel]:
-    """Every dependency reachable from `roots`, each locked to a commit."""
+@dataclass
+class LockedTree:
+    """What `kernelnix lock` writes: kernels.lock's entries and the files lock."""
+
+    locks: list[LockedKernel]
+    files: FilesLock
+
+
+def lock_tree(roots: Iterable[Dependency], api: HfApi) -> LockedTree:
+    """Every dependency reachable from `roots`, each locked to a commit, with the
+    files (and their sha256) of each of its variants at that commit."""
     locked: dict[Dependency, LockedKernel] = {}
+    files: dict[Dependency, KernelFiles] = {}
     for root in roots:
-        _lock(root, api, locked, chain=[])
-    return list(locked.values())
+        _lock(root, api, locked, files, chain=[])
+    kernels = tuple({(k.repo_id, k.commit): k for k in files.values()}.values())
+    return LockedTree(list(locked.values()), FilesLock(api.endpoint, kernels))
 
 
 def _lock(
     dependency: Dependency,
     api: HfApi,
     locked: dict[Dependency, LockedKernel],
+    files: dict[Dependency, KernelFiles],
     chain: list[Dependency],
 ) -> None:
     if dependency in chain:
@@ -66,9 +86,12 @@ def _lock(
     if dependency in locked:
         return
     commit = _commit_of(dependency, api)
-    for child in _variant_dependencies(dependency.repo_id, commit, api):
-        _lock(child, api, locked, [*chain, dependency])
+    variants = _variants(dependency.repo_id, commit, api)
+    children = [Dependency(*d) for v in variants.values() for d in v.kernel_depends]
+    for child in dict.fromkeys(children):
+        _lock(child, api, locked, files, [*chain, dependency])
     locked[dependency] = LockedKernel(dependency.repo_id, dependency.version, commit)
+    files[dependency] = KernelFiles(dependency.repo_id, commit, variants)
 
 
 def _commit_of(dependency: Dependency, api: HfApi) -> str:
@@ -106,16 +129,83 @@ def _branches(repo_id: str, api: HfApi) -> dict[str, str]:
     return {branch.name: branch.target_commit for branch in refs.branches}
 
 
-def _variant_dependencies(repo_id: str, commit: str, api: HfApi) -> list[Dependency]:
-    """The `kernel-depends` of every variant under build/ at `commit`."""
-    from huggingface_hub.hf_api import RepoFolder
+def _variants(repo_id: str, commit: str, api: HfApi) -> dict[str, VariantFiles]:
+    """Every variant under build/ at `commit`: its files' sha256 (an LFS file's from
+    the listing, any other file's from its download) and its metadata.json's
+    kernel-depends."""
+    from huggingface_hub.hf_api import RepoFile
 
-    entries = api.list_repo_tree(repo_id, "build", revision=commit, repo_type="kernel")
-    found: list[Dependency] = []
-    for variant in (entry.path for entry in entries if isinstance(entry, RepoFolder)):
-        path = api.hf_hub_download(
-            repo_id, f"{variant}/metadata.json", revision=commit, repo_type="kernel"
+    listing = api.list_repo_tree(
+        repo_id, "build", revision=commit, repo_type="kernel", recursive=True, expand=True
+    )
+    by_variant: dict[str, dict[str, str]] = {}
+    for entry in listing:
+        parts = entry.path.split("/", 2)
+        if not isinstance(entry, RepoFile) or len(parts) < 3:
+            continue
+        _, variant, path = parts
+        if not is_plain_file_path(path):
+            raise UserError.single(
+                f"kernel dependency {repo_id}: file {entry.path!r} at {commit} has a name "
+                "kernelnix does not fetch (a dot first, a space or another special character)",
+                fix=f"rename it in {repo_id}, or ask its authors to",
+            )
+        digest = (
+            entry.lfs.sha256 if entry.lfs else _downloaded_sha256(repo_id, entry.path, commit, api)
         )
-        for entry in json.loads(Path(path).read_text()).get("kernel-depends", []):
-            found.append(Dependency(entry["repo-id"], entry.get("version", entry.get("revision"))))
-    return list(dict.fromkeys(found))
+        by_variant.setdefault(variant, {})[path] = digest
+    return {
+        variant: VariantFiles(files, _metadata_depends(repo_id, variant, commit, api))
+        for variant, files in sorted(by_variant.items())
+        if "metadata.json" in files
+    }
+
+
+def _downloaded_sha256(repo_id: str, path: str, commit: str, api: HfApi) -> str:
+    local = api.hf_hub_download(repo_id, path, revision=commit, repo_type="kernel")
+    return hashlib.sha256(Path(local).read_bytes()).hexdigest()
+
+
+def _metadata_depends(
+    repo_id: str, variant: str, commit: str, api: HfApi
+) -> tuple[tuple[str, int | str], ...]:
+    path = api.hf_hub_download(
+        repo_id, f"build/{variant}/metadata.json", revision=commit, repo_type="kernel"
+    )
+    entries = json.loads(Path(path).read_text()).get("kernel-depends", [])
+    return tuple((e["repo-id"], e.get("version", e.get("revision"))) for e in entries)
+
+
+def local_kernels_value(folders: dict[str, Path]) -> str:
+    """`folders` (repo-id -> variant folder) in the loader's LOCAL_KERNELS form."""
+    return ":".join(f"{repo}={folder}" for repo, folder in sorted(folders.items()))
+
+
+def fetch_kernel_deps(deps: list[PlanKernelDep]) -> dict[str, Path]:
+    """Each dependency's variant folder in huggingface_hub's cache (downloaded at its
+    locked commit from the Hub that served the lock), every file checked against the
+    lock's sha256: repo-id -> folder."""
+    from huggingface_hub import hf_hub_download
+
+    folders: dict[str, Path] = {}
+    for dep in deps:
+        for file in dep.files:
+            endpoint = file.url.split(f"/kernels/{dep.repo_id}/resolve/", 1)[0]
+            local = Path(
+                hf_hub_download(
+                    dep.repo_id,
+                    f"build/{dep.variant}/{file.path}",
+                    revision=dep.commit,
+                    repo_type="kernel",
+                    endpoint=endpoint,
+                )
+            )
+            if hashlib.sha256(local.read_bytes()).hexdigest() != file.sha256:
+                raise UserError.single(
+                    f"kernel dependency {dep.repo_id}: build/{dep.variant}/{file.path} at "
+                    f"{dep.commit} does not have the sha256 kernelnix-kernels.json locks",
+                    fix="run `kernelnix lock` again if the repo was rewritten, else retry",
+                )
+        # The cache's snapshot of the commit: the file paths mirror the repo's.
+        folders[dep.repo_id] = local.parents[len(Path(file.path).parts) - 1]
+    return folders

@@ -26,6 +26,12 @@ from kernelnix.config.paths import declared_lists, declared_paths
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.plan.flags import cri_image, kernel_compile
 from kernelnix.plan.ids import GitState, content_unique_id, git_state, ops_id, unique_id_for
+from kernelnix.plan.kernel_deps import (
+    KernelLocks,
+    candidate_folders,
+    plan_kernel_deps,
+    read_kernel_locks,
+)
 from kernelnix.plan.metadata import BUILDER_VERSION, BuilderVersion, KernelGit, Provenance
 from kernelnix.plan.model import (
     SCHEMA_VERSION,
@@ -39,6 +45,7 @@ from kernelnix.plan.model import (
 )
 from kernelnix.plan.variant_metadata import (
     UnknownPythonDependency,
+    kernel_depends_for,
     metadata_for_backend,
     noarch_archs,
 )
@@ -148,7 +155,12 @@ def _provenance(git: GitState | None) -> Provenance:
 
 
 def _plan_variant(
-    config: BuildConfig, variant: Variant, matrix: Matrix, unique: str, provenance: Provenance
+    config: BuildConfig,
+    variant: Variant,
+    matrix: Matrix,
+    unique: str,
+    provenance: Provenance,
+    locks: KernelLocks | None,
 ) -> PlanVariant:
     build_set = variant.build_set
     kernels = _kernels_of_variant(config, variant, matrix)
@@ -163,6 +175,9 @@ def _plan_variant(
     )
     macos = matrix.macos_target(variant.backend) if variant.system.endswith("darwin") else None
     cri = cri_image((config.kernel[name] for name in kernels), matrix)
+    roots = kernel_depends_for(config, variant.backend)
+    candidates = candidate_folders(variant.name, variant.kind, variant.backend)
+    deps = plan_kernel_deps(roots, locks, candidates) if roots and locks else None
     return PlanVariant.model_construct(
         kind=variant.kind,
         system=variant.system,
@@ -180,6 +195,7 @@ def _plan_variant(
         macos_deployment_target=str(macos) if macos else None,
         metadata=metadata,
         development_archs=None,
+        kernel_deps=deps,
     )
 
 
@@ -223,6 +239,8 @@ def draft_plan(
     sources = source_files(directory, config)
     unique = unique_id_for(options.unique_id, git, lambda: content_unique_id(directory, sources))
     provenance = _provenance(git)
+    roots = [ref for backend in config.backends for ref in kernel_depends_for(config, backend)]
+    locks = read_kernel_locks(directory, roots) if roots else None
     systems: dict[str, PlanSystem] = {}
     variants: dict[str, dict[str, PlanVariant]] = {}
     notes: list[str] = []
@@ -242,7 +260,7 @@ def draft_plan(
         for variant in found.variants:
             try:
                 variants[system][variant.name] = _plan_variant(
-                    config, variant, matrix, unique, provenance
+                    config, variant, matrix, unique, provenance, locks
                 )
             except (EmptyArchsError, UnknownPythonDependency) as exc:
                 errors.append(exc.diagnostic(display_path(loaded.path)))

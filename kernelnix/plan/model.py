@@ -136,6 +136,33 @@ class PlanSystem(PlanModel):
     )
 
 
+class PlanKernelFile(PlanModel):
+    path: str = Field(description="Its path under the variant folder.")
+    url: str = Field(description="Where the Hub serves it at the locked commit.")
+    sha256: str = Field(description="Its sha256, which the fixed-output fetch checks.")
+
+
+class PlanKernelDep(PlanModel):
+    repo_id: str = Field(description="The dependency's Hub repo.")
+    commit: str = Field(description="The commit kernels.lock locks it to.")
+    variant: str = Field(description="Its variant folder that loads beside this variant.")
+    files: list[PlanKernelFile] = Field(description="The files of that folder.")
+
+
+class PlanKernelDeps(PlanModel):
+    lock_sha256: str | None = Field(
+        description="sha256 of kernelnix-kernels.json when planned (null: there was none); "
+        "the flake plans again when the file changes."
+    )
+    error: str | None = Field(
+        description="Why the variant cannot be built with its kernel dependencies (a lock "
+        "missing or stale, a dependency without a folder for it), with the fix; else null."
+    )
+    kernels: list[PlanKernelDep] = Field(
+        description="Every kernel it depends on, transitive ones included."
+    )
+
+
 class PlanVariant(PlanModel):
     kind: Literal["arch", "stable-abi", "tvm-ffi", "noarch"] = Field(
         description="What is built: a compiled variant for one Torch, one for Torch's "
@@ -173,6 +200,11 @@ class PlanVariant(PlanModel):
         description="Only in a development build (`--cuda-archs`): the archs its CUDA "
         "kernels were restricted to. metadata.json records them; `upload` refuses it.",
     )
+    kernel_deps: PlanKernelDeps | None = Field(
+        None,
+        description="Only for a variant with `kernel-depends`: the kernels it is built and "
+        "import-checked with (kernelnix.plan.kernel_deps).",
+    )
 
     @property
     def ops_id(self) -> str:
@@ -189,11 +221,13 @@ class PlanVariant(PlanModel):
         return self.model_copy(update={"metadata": self.metadata.model_copy(update=update)})
 
     @model_serializer(mode="wrap")
-    def _without_development_archs(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Absent from every plan kernelnix writes; only a development build sets it.
+    def _without_unset_options(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Absent unless set: only a development build sets the first, only a variant
+        # with kernel-depends the second; other plans stay as they were.
         data: dict[str, Any] = handler(self)
-        if self.development_archs is None:
-            data.pop("development-archs", data.pop("development_archs", None))
+        for name in ("development_archs", "kernel_deps"):
+            if getattr(self, name) is None:
+                data.pop(name.replace("_", "-"), data.pop(name, None))
         return data
 
 

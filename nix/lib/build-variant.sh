@@ -35,6 +35,8 @@ if [ -n "$redistributable" ]; then policy=--redistributable; fi
 if [ -n "${glibcTarget:-}" ]; then policy="$policy --glibc-target $glibcTarget"; fi
 if [ -n "${noImportCheck:-}" ]; then policy="$policy --no-import-check"; fi
 
+# localKernels: the kernel dependencies' folders (nix/lib/kernel-deps.nix), which
+# the import check resolves get_kernel_dep with, as the loader's LOCAL_KERNELS.
 # The CMake project in a folder whose path is the same in every build of the
 # derivation ($TMPDIR is /build in the sandbox), not a random temporary one: the
 # host side of a .cu file keeps its own path in __FILE__ (nvcc's preprocessing
@@ -50,4 +52,5 @@ exec "$KERNELNIX_PYTHON" -m kernelnix build-variant $jobs $policy \
   --out "$out" \
   --unique-id "$uniqueId" \
   --kernel-git "$kernelGit" \
-  --toolchain "$toolchainName"
+  --toolchain "$toolchainName" \
+  ${localKernels:+--local-kernels "$localKernels"}

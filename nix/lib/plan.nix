@@ -49,6 +49,14 @@ let
   unlisted = builtins.filter (f: !builtins.elem f committed.sources) packageFiles;
   missing = builtins.filter (f: !builtins.pathExists (path + "/${f}")) committed.sources;
 
+  # The kernel dependencies' files lock (`kernelnix lock`): a plan made with
+  # another one (or none) is planned again.
+  filesLock = path + "/kernelnix-kernels.json";
+  filesLockSha = if builtins.pathExists filesLock then builtins.hashFile "sha256" filesLock else null;
+  staleKernelDeps = builtins.any (v: v ? kernel-deps && v.kernel-deps.lock-sha256 != filesLockSha) (
+    builtins.concatMap builtins.attrValues (builtins.attrValues committed.variants)
+  );
+
   # Why kernelnix-plan.json cannot be used (null: it can).
   stale =
     if !builtins.pathExists committedFile then
@@ -61,6 +69,8 @@ let
       "its sources lack ${builtins.concatStringsSep ", " unlisted}"
     else if missing != [ ] then
       "its sources ${builtins.concatStringsSep ", " missing} do not exist (or git does not track them)"
+    else if staleKernelDeps then
+      "kernelnix-kernels.json changed since it was generated (run `kernelnix generate` after `kernelnix lock`)"
     else
       null;
   useCommitted = builtins.pathExists committedFile && stale == null && buildSets == null;

@@ -88,6 +88,11 @@ in
           ++ (if askCpu then [ "${kernelnixSrc}" ] else [ ])
         );
       pythonPath = pathWith "$depends";
+      # The loader finds the kernel itself and its kernel dependencies here.
+      localKernels = builtins.concatStringsSep ":" (
+        (if repoId == null then [ ] else [ "${repoId}=${variant}" ])
+        ++ map (f: "${f.repo-id}=${f.path}") (variant.kernelDepFolders or [ ])
+      );
       # Where the lock holds other releases of the python-depends, the tests run
       # with the first the package imports with, as its import check chose.
       chooseDepends =
@@ -114,7 +119,7 @@ in
         ${if depends == null then "" else "depends=${depends}"}
         ${chooseDepends}
         export PYTHONPATH="${pythonPath}" KERNEL_PATH=${variant} PYTHONDONTWRITEBYTECODE=1
-        ${if repoId == null then "" else "export LOCAL_KERNELS=${shellQuote "${repoId}=${variant}"}"}
+        ${if localKernels == "" then "" else "export LOCAL_KERNELS=${shellQuote localKernels}"}
         ${if askCpu then "export KERNELNIX_CI_BACKEND=cpu" else ""}
         cd ${tests}
         {

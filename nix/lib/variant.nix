@@ -29,6 +29,15 @@
 }:
 let
   inputs = toolchain.variantEnv { inherit system name variant; };
+  kernelDeps =
+    if variant ? kernel-deps then
+      import ./kernel-deps.nix {
+        inherit system name;
+        tools = toolchain.buildTools system;
+        kernelDeps = variant.kernel-deps;
+      }
+    else
+      null;
 in
 builtins.derivation (
   inputs.env
@@ -58,5 +67,10 @@ builtins.derivation (
   // (if importCheck then { } else { noImportCheck = "1"; })
   // (if compilerCache == null then { } else { KERNELNIX_COMPILER_CACHE = compilerCache; })
   // (if maxNvccJobs == null then { } else { KERNELNIX_MAX_NVCC_JOBS = toString maxNvccJobs; })
+  // (if kernelDeps == null then { } else { inherit (kernelDeps) localKernels; })
 )
 // (inputs.passthru or { })
+// {
+  # ci-test loads the variant with these (LOCAL_KERNELS).
+  kernelDepFolders = if kernelDeps == null then [ ] else kernelDeps.folders;
+}

@@ -809,3 +809,15 @@ def test_a_library_without_store_paths_passes_the_store_path_rule(
     variant = make_variant(tmp_path / "build", library=extension)
     report = run_checks(variant, NO_IMPORT)
     assert [v for v in report.violations if v.rule == "store-path"] == []
+
+
+def test_the_loader_may_be_imported_by_a_kernel_with_kernel_depends(tmp_path: Path) -> None:
+    """get_kernel_dep comes from `kernels`: allowed where metadata.json has kernel-depends."""
+    init = "from kernels import get_kernel_dep\n" + INIT
+    depends = {"kernel-depends": [{"repo-id": "org/dep", "version": 1}]}
+    with_depends = make_variant(
+        tmp_path / "a", "torch-cpu", files={"__init__.py": init}, metadata=depends
+    )
+    assert not {f for f in found(with_depends) if f[0] == "python-import"}
+    without = make_variant(tmp_path / "b", "torch-cpu", files={"__init__.py": init})
+    assert ("python-import", "__init__.py", "kernels") in found(without)

@@ -40,7 +40,7 @@ def test_a_two_level_tree_is_locked_in_the_loaders_format(hub: FakeHub) -> None:
     seed(hub, "org/b", "v1", [("org/c", 1)])
     seed(hub, "org/c", "v1", [])
     locks = lock_tree([Dependency("org/b", 1)], hub_api())
-    loaded = KernelLocks.from_json(render_lock(locks))
+    loaded = KernelLocks.from_json(render_lock(locks.locks))
     heads = {repo: hub.repos[("kernel", repo)].branches["v1"].head for repo in ("org/b", "org/c")}
     for repo, head in heads.items():
         assert loaded[KernelDependency(repo, KernelVersion.Version(1))].commit == head

@@ -77,7 +77,7 @@ def _oid(*parts: object) -> str:
 class FakeHub:
     """The server and its state; use as a context manager (`with FakeHub() as hub:`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lifetime: float = LIFETIME) -> None:
         self.repos: dict[tuple[str, str], FakeRepo] = {}
         self.commits: list[RecordedCommit] = []
         self.requests: list[tuple[str, str]] = []
@@ -88,7 +88,7 @@ class FakeHub:
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.05,), daemon=True
         )
-        self._timer = threading.Timer(LIFETIME, self._server.shutdown)
+        self._timer = threading.Timer(lifetime, self._server.shutdown)
         self._timer.daemon = True
 
     @property

@@ -1,0 +1,122 @@
+"""A kernel that uses another kernel, end to end against a Hub on 127.0.0.1:
+relu-noarch's CPU variant, built by `kernelnix build --local`, is served as
+`kernelnix-examples/relu-noarch` (branch v1); examples/scaled-relu, whose
+`__init__.py` calls `kernels.get_kernel_dep` on it, is locked with `kernelnix
+lock`, built by `build --local` (the dependency through huggingface_hub's cache)
+and through its flake (a fixed-output fetch of each locked file), import-checked
+with the dependency in both, and its `ci-test` passes. Without its lock, the
+flake refuses to evaluate the variant and says why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from handmade import copy_example
+from hubserver import FakeHub
+from nix_projects import kernelnix_clone, make_project, nix
+from paths import EXAMPLES
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("nix") is None, reason="needs Nix"),
+]
+
+DEPENDENCY = "kernelnix-examples/relu-noarch"
+VARIANT = "torch213-cxx11-cpu-x86_64-linux"
+
+
+@dataclass(frozen=True)
+class Served:
+    hub: FakeHub
+    env: dict[str, str]
+    work: Path
+    kernelnix_url: str
+
+
+def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+
+
+def _relu_noarch_cpu(work: Path) -> Path:
+    """relu-noarch's torch-cpu variant folder, built by `kernelnix build --local`."""
+    project = copy_example("relu-noarch", work)
+    toml = project / "build.toml"
+    toml.write_text(re.sub(r"^backends = .*$", 'backends = ["cpu"]', toml.read_text(), flags=re.M))
+    build = ("kernelnix", "build", "--local", str(project), "--variant", "torch-cpu")
+    done = _run(dict(os.environ), *build)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return project / "build" / "torch-cpu"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    work = tmp_path_factory.mktemp("kernel-deps")
+    folder = _relu_noarch_cpu(work / "dependency")
+    files = {
+        f"build/torch-cpu/{p.relative_to(folder).as_posix()}": p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+    url, env = kernelnix_clone(work, ("2.13-cpu",))
+    # The Nix builds fetch from it too: it must outlive them.
+    with FakeHub(lifetime=1800) as hub:
+        hub.seed("kernel", DEPENDENCY, {"main": files, "v1": files})
+        env = {**env, "HF_ENDPOINT": hub.url, "HF_HOME": str(work / "hf")}
+        env.pop("HF_HUB_OFFLINE", None)
+        yield Served(hub, env, work, url)
+
+
+@pytest.fixture(scope="module")
+def locked(served: Served) -> Path:
+    """examples/scaled-relu with its lock files, written by `kernelnix lock`."""
+    project = served.work / "scaled-relu"
+    shutil.copytree(EXAMPLES / "scaled-relu", project)
+    done = _run(served.env, "kernelnix", "lock", str(project))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return project
+
+
+def test_lock_pins_the_v1_head_and_every_file(served: Served, locked: Path) -> None:
+    head = served.hub.repos[("kernel", DEPENDENCY)].branches["v1"].head
+    (entry,) = json.loads((locked / "kernels.lock").read_text())
+    assert entry == {
+        "dependency": {"repo-id": DEPENDENCY, "version": 1},
+        "lock": {"commit": head},
+    }
+    (kernel,) = json.loads((locked / "kernelnix-kernels.json").read_text())["kernels"]
+    assert kernel["commit"] == head and list(kernel["variants"]) == ["torch-cpu"]
+    assert "metadata.json" in kernel["variants"]["torch-cpu"]["files"]
+
+
+def test_build_local_loads_the_dependency_in_its_import_check(served: Served, locked: Path) -> None:
+    done = _run(served.env, "kernelnix", "build", "--local", str(locked), "--variant", VARIANT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "import" in done.stdout and "FAIL" not in done.stdout
+
+
+def test_the_flake_builds_it_and_ci_test_passes(served: Served, locked: Path) -> None:
+    project = make_project(locked, served.work / "flake", served.kernelnix_url, served.env)
+    nix(project, served.env, "build", f".#{VARIANT}", "-o", str(project / "result"))
+    metadata = json.loads((project / "result" / VARIANT / "metadata.json").read_text())
+    assert metadata["kernel-depends"] == [{"repo-id": DEPENDENCY, "version": 1}]
+    assert metadata["kernels-minver"] == "0.17.0"
+    done = nix(project, served.env, "run", ".#ci-test")
+    assert re.search(r"\b9 passed\b", done.stdout), done.stdout + done.stderr
+
+
+def test_without_its_lock_the_flake_says_what_to_run(served: Served) -> None:
+    example = EXAMPLES / "scaled-relu"
+    project = make_project(example, served.work / "unlocked", served.kernelnix_url, served.env)
+    attribute = f".#packages.x86_64-linux.{VARIANT}.drvPath"
+    done = nix(project, served.env, "eval", "--raw", attribute, check=False)
+    assert done.returncode != 0
+    assert "kernels.lock is missing; run `kernelnix lock`" in done.stderr
