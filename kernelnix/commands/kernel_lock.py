@@ -22,8 +22,9 @@ def lock_kernels(directory: Path) -> None:
     head; every variant's metadata.json is read and its own kernel-depends are locked
     too. Beside kernels.lock (the loader's format), DIRECTORY/kernelnix-kernels.json
     records the files of every variant of each locked kernel with their sha256: what
-    the flake fetches (fixed-output) and `build --local` downloads. The Hub is HF_ENDPOINT (default huggingface.co); HF_TOKEN reaches private
-    repositories and is never written.
+    the flake fetches (fixed-output) and `build --local` downloads. The Hub is
+    HF_ENDPOINT (default huggingface.co); HF_TOKEN reaches private repositories and
+    is never written.
 
     \b
     Examples:
