@@ -48,10 +48,16 @@ def _reasons(plan: Plan, system: str, variant: str | None) -> dict[str, str | No
     variants = plan.variants.get(system, {})
     if variant is not None:
         plan.variant(system, variant)  # a UserError naming the valid ones
-    reasons = {n: why_not_buildable(e) for n, e in variants.items() if variant in (None, n)}
+    reasons = {n: _why_not(e) for n, e in variants.items() if variant in (None, n)}
     if variant is not None and reasons[variant]:
         raise UserError.single(f"cannot build {variant} on this machine: {reasons[variant]}")
     return reasons
+
+
+def _why_not(variant: PlanVariant) -> str | None:
+    """Why this machine cannot build `variant`: its toolkit, or its kernel dependencies."""
+    deps = variant.kernel_deps
+    return why_not_buildable(variant) or (deps.error if deps else None)
 
 
 def build_planned(

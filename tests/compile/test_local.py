@@ -452,3 +452,15 @@ def test_development_build_through_setup_py(built_kernels: dict[str, Path]) -> N
         import relu as kernel
     """
     run_python(script(check, RELU_CHECK), str(kernel / "torch-ext"))
+
+
+def test_a_kernel_with_unlocked_kernel_depends_is_refused_before_building(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "scaled-relu"
+    shutil.copytree(EXAMPLES / "scaled-relu", project, ignore=EXAMPLE_COPY_IGNORE)
+    variant = "torch213-cxx11-cpu-x86_64-linux"
+    result = CliRunner().invoke(main, ["build", "--local", str(project), "--variant", variant])
+    assert result.exit_code == 2, result.output
+    assert "kernels.lock is missing; run `kernelnix lock`" in result.output
+    assert not (project / "build" / variant).exists()
