@@ -5,7 +5,7 @@ output to cicc, which takes the file names of its line markers (`# 12 "/path/x.h
 into the line tables of `-lineinfo` and `-G`. gcc does not apply `-ffile-prefix-map`
 to line markers, so the fatbin kept the absolute paths of Torch's, CUDA's and the
 kernel's headers. The wrapper runs the real compiler and rewrites the line markers
-of a preprocessing run's output with the same maps (`-ffile-prefix-map`,
+of a device pass's preprocessed output with the same maps (`-ffile-prefix-map`,
 `-fdebug-prefix-map`) that the CMake project passes through `-Xcompiler`.
 
 It also maps the work directory (the folder above the build folder, where Ninja
@@ -36,6 +36,7 @@ from pathlib import Path
 
 WRAPPER_DIR = "nvcc-host"
 WORK_NEUTRAL = "/kernelnix/work"
+DEVICE_PASS_SUFFIX = ".cpp1.ii"
 MAP_OPTIONS = ("-ffile-prefix-map=", "-fdebug-prefix-map=")
 # A line marker of gcc's output (`# 12 "file" 3`) or a #line directive.
 LINE_MARKER = re.compile(rb'^(#(?: |line )\d+ ")((?:[^"\\]|\\.)*)(")', re.MULTILINE)
@@ -85,19 +86,26 @@ def _output_file(args: list[str]) -> str | None:
     return None
 
 
+def _device_pass_output(args: list[str]) -> str | None:
+    """The file a device pass's preprocessing writes for cicc (nvcc names it
+    `<tmp>_<source>[.compute_NN].cpp1.ii`), or None. ccache's own `nvcc -E` (which
+    runs a device pass into ccache's file) and the host pass keep their real file
+    names: ccache's direct mode finds the included files by them, and gcc maps host
+    debug information itself."""
+    if "-E" not in args:
+        return None
+    output = _output_file(args)
+    return output if output and output.endswith(DEVICE_PASS_SUFFIX) else None
+
+
 def run(real: str, args: list[str]) -> int:
     """Run the real compiler with the work directory mapped first (a later, more
-    specific map wins); a preprocessing run's line markers mapped too."""
+    specific map wins); a device pass's line markers mapped too."""
     work = os.path.dirname(os.getcwd())
     args = [f"-ffile-prefix-map={work}={WORK_NEUTRAL}", *args]
-    if "-E" not in args or any(arg in ("-M", "-MM", "-dM") for arg in args):
+    output = _device_pass_output(args)
+    if output is None:
         os.execv(real, [real, *args])
-    output = _output_file(args)
-    if output is None or output == "-":
-        done = subprocess.run([real, *args], stdout=subprocess.PIPE, check=False)
-        if done.returncode == 0:
-            sys.stdout.buffer.write(remap_line_markers(done.stdout, prefix_maps(args)))
-        return done.returncode
     status = subprocess.run([real, *args], check=False).returncode
     if status == 0:
         path = Path(output)
