@@ -1,8 +1,9 @@
 """A fake Hugging Face Hub on 127.0.0.1 for upload tests.
 
 It speaks the endpoints huggingface_hub's `whoami`, `create_repo` (and its
-repo-info fallback), `list_repo_refs`, `create_branch`, `list_repo_files` (tree) and
-`create_commit` (README check, preupload, NDJSON commit, pull requests) call,
+repo-info fallback), `list_repo_refs`, `create_branch`, `list_repo_files` (tree),
+`repo_info` at a revision (snapshot_download's) and `create_commit` (README
+check, preupload, NDJSON commit, pull requests) call,
 plus its user-agent detection, and the file downloads (`resolve`, HEAD and GET) of
 `hf_hub_download`. It keeps repositories in memory and records
 every request and commit. Every file is a regular (non-LFS) file.
@@ -164,10 +165,20 @@ class FakeHub:
         repo.branches[branch] = Ref(dict(start.files), start.head)
         return {}
 
-    def tree(self, repo: FakeRepo, revision: str, path: str, recursive: bool) -> list[Any]:
+    def existing_ref(self, repo: FakeRepo, revision: str) -> Ref:
         ref = repo.ref(revision)
         if ref is None:
             raise HubError(404, f"Invalid rev id: {revision}", "RevisionNotFound")
+        return ref
+
+    def revision_info(self, repo: FakeRepo, repo_id: str, revision: str) -> dict[str, Any]:
+        """`repo_info` at a revision: snapshot_download resolves a branch to its commit."""
+        ref = self.existing_ref(repo, revision)
+        siblings = [{"rfilename": name} for name in sorted(ref.files)]
+        return {"id": repo_id, "sha": ref.head, "private": repo.private, "siblings": siblings}
+
+    def tree(self, repo: FakeRepo, revision: str, path: str, recursive: bool) -> list[Any]:
+        ref = self.existing_ref(repo, revision)
         prefix = f"{path}/" if path else ""
         names = sorted(name for name in ref.files if name.startswith(prefix))
         if path and not names:
@@ -303,6 +314,8 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 return hub.refs(repo)
             if (method, action) == ("POST", "branch") and len(rest) == 1:
                 return hub.create_branch(repo, rest[0], json.loads(body or b"{}"))
+            if (method, action) == ("GET", "revision") and len(rest) == 1:
+                return hub.revision_info(repo, repo_id, rest[0])
             if (method, action) == ("GET", "tree") and rest:
                 recursive = query.get("recursive", "false").lower() == "true"
                 return hub.tree(repo, rest[0], "/".join(rest[1:]), recursive)
