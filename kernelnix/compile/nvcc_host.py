@@ -37,6 +37,7 @@ from pathlib import Path
 WRAPPER_DIR = "nvcc-host"
 WORK_NEUTRAL = "/kernelnix/work"
 DEVICE_PASS_SUFFIX = ".cpp1.ii"
+HOST_COMPILER = "-DCMAKE_CUDA_HOST_COMPILER="
 MAP_OPTIONS = ("-ffile-prefix-map=", "-fdebug-prefix-map=")
 # A line marker of gcc's output (`# 12 "file" 3`) or a #line directive.
 LINE_MARKER = re.compile(rb'^(#(?: |line )\d+ ")((?:[^"\\]|\\.)*)(")', re.MULTILINE)
@@ -146,9 +147,19 @@ def host_compiler_definitions(work: Path, launcher: str | None) -> list[str]:
     directory = _scripts_dir(work, scripts)
     launchers = ";".join([str(directory / "launch"), *([launcher] if launcher else [])])
     return [
-        f"-DCMAKE_CUDA_HOST_COMPILER={directory / Path(real).name}",
+        f"{HOST_COMPILER}{directory / Path(real).name}",
         f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launchers}",
     ]
+
+
+def configure_environment(definitions: list[str]) -> dict[str, str] | None:
+    """CMake's environment for the configure of `definitions`: CUDAHOSTCXX, which
+    newer CMake takes before CMAKE_CUDA_HOST_COMPILER (the hermetic toolchain sets
+    it to its g++), names the wrapper too; None: no wrapper, os.environ as it is."""
+    for definition in definitions:
+        if definition.startswith(HOST_COMPILER):
+            return {**os.environ, "CUDAHOSTCXX": definition.removeprefix(HOST_COMPILER)}
+    return None
 
 
 def _scripts_dir(work: Path, scripts: dict[str, tuple[str, int | None]]) -> Path:

@@ -45,7 +45,7 @@ from kernelnix.compile.hipify import (
     needs_hipify,
     with_hipified_sources,
 )
-from kernelnix.compile.nvcc_host import host_compiler_definitions
+from kernelnix.compile.nvcc_host import configure_environment, host_compiler_definitions
 from kernelnix.core.diagnostics import Diagnostic, UserError
 from kernelnix.core.fileio import replacing_dir
 from kernelnix.core.process import run_shown, shown
@@ -400,7 +400,10 @@ def _compiled(
         definitions = _cmake_definitions(
             plan, variant, kernel, jobs, launcher, redistributable, glibc, work
         )
-        run_command(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions])
+        run_command(
+            ["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions],
+            configure_environment(definitions),
+        )
         run_compile(
             ["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])],
             _compile_environment(launcher, work),

@@ -20,6 +20,7 @@ from cuda_venv import CUDA_VARIANT, find_cuda_torch
 
 from kernelnix.compile.nvcc_host import (
     WRAPPER_DIR,
+    configure_environment,
     host_compiler_definitions,
     prefix_maps,
     remap_line_markers,
@@ -93,6 +94,10 @@ def test_wrappers_run_the_compilers_with_their_times(
         f"-DCMAKE_CUDA_HOST_COMPILER={directory / real.name}",
         f"-DCMAKE_CUDA_COMPILER_LAUNCHER={directory / 'launch'};/usr/bin/ccache",
     ]
+    # Newer CMake takes CUDAHOSTCXX (the hermetic toolchain's g++) before the definition.
+    environment = configure_environment(definitions)
+    assert environment is not None and environment["CUDAHOSTCXX"] == str(directory / real.name)
+    assert configure_environment(["-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"]) is None
     for name, compiler in ((real.name, real), ("g++", real.with_name("g++"))):
         wrapper = directory / name
         assert wrapper.stat().st_mtime_ns == compiler.stat().st_mtime_ns
