@@ -3,7 +3,9 @@ nix/registry): relu's CPU and CUDA variants built by real Nix with
 `sandbox = true`, so that nothing outside the store can be read, held to the
 publishing policy, and rebuilt bit for bit: `nix build --rebuild`, and (heavy)
 both built again in a second, independent store. The derivations are checked
-too: store paths as builders and on PATH, nothing impure.
+too: store paths as builders and on PATH, nothing impure. The other kinds of
+variant, built the same way and held to the same policy: relu-noarch's
+`torch-cpu` (noarch) and relu-stable-abi's CPU variant (stable ABI).
 
 The first run fetches the locked Torch and CUDA wheels into the store.
 """
@@ -41,12 +43,40 @@ class Project:
     env: dict[str, str]
 
 
+HERMETIC = ("--toolchain", "hermetic", "--no-host-record")
+# relu-stable-abi's CPU variant (stable ABI 2.12) builds against the newest locked
+# CPU Torch; relu-noarch's `torch-cpu` needs no Torch (no build set of the lock).
+KINDS_BUILD_SETS = ("2.14-cpu",)
+NOARCH = "torch-cpu"
+STABLE_ABI = "torch-stable-abi212-cpu-x86_64-linux"
+
+
 @pytest.fixture(scope="module")
 def relu(tmp_path_factory: pytest.TempPathFactory) -> Project:
     work = tmp_path_factory.mktemp("hermetic")
     url, env = kernelnix_clone(work, BUILD_SETS)
-    options = ("--toolchain", "hermetic", "--no-host-record")
-    return Project(make_project(EXAMPLES / "relu", work / "relu", url, env, options), env)
+    return Project(make_project(EXAMPLES / "relu", work / "relu", url, env, HERMETIC), env)
+
+
+@pytest.fixture(scope="module")
+def kinds_clone(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, str]]:
+    work = tmp_path_factory.mktemp("hermetic-kinds")
+    url, env = kernelnix_clone(work, KINDS_BUILD_SETS)
+    return work, url, env
+
+
+@pytest.fixture(scope="module")
+def relu_noarch(kinds_clone: tuple[Path, str, dict[str, str]]) -> Project:
+    work, url, env = kinds_clone
+    example = EXAMPLES / "relu-noarch"
+    return Project(make_project(example, work / example.name, url, env, HERMETIC), env)
+
+
+@pytest.fixture(scope="module")
+def relu_stable_abi(kinds_clone: tuple[Path, str, dict[str, str]]) -> Project:
+    work, url, env = kinds_clone
+    example = EXAMPLES / "relu-stable-abi"
+    return Project(make_project(example, work / example.name, url, env, HERMETIC), env)
 
 
 def evaluate(project: Project, attribute: str) -> Any:
@@ -135,28 +165,34 @@ def test_every_derivation_takes_store_paths_only(relu: Project, variant: str) ->
         assert not found, (path, found)
 
 
+def build_and_check(project: Project, variant: str, *check_options: str) -> None:
+    """Build `variant` in the sandbox; it says it was built by the hermetic toolchain
+    and passes `kernelnix check` with the publishing policy."""
+    built = build(project, variant)
+    metadata = json.loads((built / "metadata.json").read_text())
+    assert metadata["provenance"]["kernelnix"]["toolchain"] == "hermetic"
+    check = ["kernelnix", "check", "--policy", "kernel", "--redistributable", *check_options]
+    done = subprocess.run([*check, str(built)], capture_output=True, text=True, env=project.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_cpu_and_cuda_variants_build_in_the_sandbox_and_meet_the_policy(relu: Project) -> None:
-    for variant in (CPU, CUDA):
-        built = build(relu, variant)
-        metadata = json.loads((built / "metadata.json").read_text())
-        assert metadata["provenance"]["kernelnix"]["toolchain"] == "hermetic"
-        # The host's Torch is CPU-only: the CUDA variant's import was checked in its build.
-        no_import = ("--no-import",) if variant == CUDA else ()
-        done = subprocess.run(
-            [
-                "kernelnix",
-                "check",
-                "--policy",
-                "kernel",
-                "--redistributable",
-                *no_import,
-                str(built),
-            ],
-            capture_output=True,
-            text=True,
-            env=relu.env,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
+    build_and_check(relu, CPU)
+    # The host's Torch is CPU-only: the CUDA variant's import was checked in its build.
+    build_and_check(relu, CUDA, "--no-import")
+
+
+@pytest.mark.parametrize(
+    ("example", "variant"), [("relu_noarch", NOARCH), ("relu_stable_abi", STABLE_ABI)]
+)
+def test_noarch_and_stable_abi_variants_build_in_the_sandbox_and_meet_the_policy(
+    request: pytest.FixtureRequest, example: str, variant: str
+) -> None:
+    """The import is checked here, in the host's Torch (the noarch variant's
+    build has no Torch to import it with, and says it skipped)."""
+    project: Project = request.getfixturevalue(example)
+    assert variant in evaluate(project, "variants")
+    build_and_check(project, variant)
 
 
 @pytest.mark.parametrize("variant", [CPU, pytest.param(CUDA, marks=pytest.mark.heavy)])
