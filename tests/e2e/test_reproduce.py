@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hubserver import FakeHub
+from hubserver import FakeHub, repository_files
 from nix_projects import clone_worktree, make_project, nix, nix_environment
 from paths import EXAMPLES
 
@@ -120,15 +120,6 @@ def test_reproduce_rebuilds_relus_cpu_variant_and_names_a_changed_library(
 
 
 REPO = "kernelnix-tests/relu"
-
-
-def repository_files(bundle: Path) -> dict[str, bytes]:
-    """`build/<variant>/<file>` for every file of a bundle, as `upload` lays them out."""
-    return {
-        f"build/{path.relative_to(bundle).as_posix()}": path.read_bytes()
-        for path in sorted(bundle.rglob("*"))
-        if path.is_file()
-    }
 
 
 def test_reproduce_against_a_kernel_repository_on_the_hub_at_a_revision(

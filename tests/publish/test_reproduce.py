@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from checks_corpus.corpus import build_corpus
 from handmade import copy_example, variant_with_library
-from hubserver import FakeHub, serving_downloads
+from hubserver import FakeHub, repository_files, serving_downloads
 from kernels._rust import Digest as LoaderDigest
 from kernels._rust import DigestAlgorithm, DigestValidationError, Metadata
 
@@ -178,15 +178,6 @@ def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
     a download cache of this test's own."""
     with serving_downloads(monkeypatch, tmp_path / "hub-cache") as server:
         yield server
-
-
-def repository_files(bundle: Path) -> dict[str, bytes]:
-    """`build/<variant>/<file>` for every file of a bundle, as `upload` lays them out."""
-    return {
-        f"build/{path.relative_to(bundle).as_posix()}": path.read_bytes()
-        for path in sorted(bundle.rglob("*"))
-        if path.is_file()
-    }
 
 
 @pytest.mark.parametrize(

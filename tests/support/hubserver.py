@@ -360,6 +360,15 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def repository_files(bundle: Path) -> dict[str, bytes]:
+    """`build/<variant>/<file>` for every file of a bundle, as `upload` lays them out."""
+    return {
+        f"build/{path.relative_to(bundle).as_posix()}": path.read_bytes()
+        for path in sorted(bundle.rglob("*"))
+        if path.is_file()
+    }
+
+
 @contextmanager
 def serving_downloads(monkeypatch: Any, cache: Path) -> Iterator[FakeHub]:
     """A FakeHub that huggingface_hub reaches for API calls and downloads (HF_ENDPOINT and
