@@ -33,18 +33,7 @@
     in
     lib.eachSystem lib.systems perSystem
     // {
-      lib = {
-        inherit (lib)
-          kernelFlake
-          genKernelFlakeOutputs
-          genFlakeOutputs
-          eachSystem
-          shellQuote
-          matrix
-          systems
-          toolchainNames
-          ;
-      };
+      lib = lib.flakeLib;
 
       templates.default = {
         path = ./nix/templates/default;

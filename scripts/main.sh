@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: install what is needed, generate the flake of the relu example
-# kernel, build its bundle with Nix (host toolchain), check that every variant is
-# publishable, and load the result with the real `kernels` package. `kernelnix build --local` is the no-Nix path (README).
+# kernel, build its bundle with Nix in the sandbox (the hermetic toolchain, the
+# default: nothing of this machine's compilers or Python), check that every variant
+# is publishable, and load the result with the real `kernels` package.
+# `kernelnix build --local` is the no-Nix path (README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -23,10 +25,13 @@ git -C "$work/relu" add -A
 (cd "$work/relu" && nix flake lock)
 git -C "$work/relu" add flake.lock
 git -C "$work/relu" commit -q -m "relu example"
-echo "+ nix build .#bundle (in $work/relu)"
-(cd "$work/relu" && nix build .#bundle --print-build-logs)
+# Every variant in the sandbox; no silent fallback to a build without it.
+sandbox=(--option sandbox true --option sandbox-fallback false)
+echo "+ nix build .#bundle ${sandbox[*]} (in $work/relu)"
+(cd "$work/relu" && nix build .#bundle --print-build-logs "${sandbox[@]}")
 # Publishable: each Linux variant passes the publishing policy (glibc 2.27, a private
-# C++ runtime), and upload accepts the bundle (a dry run contacts no Hub).
+# C++ runtime), and upload accepts the bundle (a dry run contacts no Hub). Each
+# variant's build already loaded it through `kernels` in its own Torch.
 for variant in "$work/relu/result"/torch*; do
   echo "+ kernelnix check --policy kernel --redistributable $(basename "$variant")"
   kernelnix check --policy kernel --redistributable --no-import "$variant"

@@ -61,8 +61,9 @@ def nix_options(func: Any) -> Any:
 @click.option(
     "--toolchain",
     type=click.Choice(TOOLCHAINS),
-    help="Build with this machine's tools (host) or, in the Nix sandbox, with locked "
-    "registry artifacts (hermetic). Default: host.",
+    help="Build in the Nix sandbox from locked registry artifacts (hermetic), or with "
+    "this machine's compilers and Python (host: faster, not reproducible elsewhere). "
+    "Default: that of the generated flake.nix, else hermetic.",
 )
 @click.option("--force", is_flag=True, help="Overwrite a flake.nix that was edited.")
 @click.option(

@@ -22,12 +22,15 @@ FLAKE_FILE = "flake.nix"
 FLAKE_TEMPLATE = "flake/flake.nix.j2"
 HEADER_PREFIX = "# kernelnix-generated: "
 DEFAULT_KERNELNIX_URL = "kernelnix"  # a flake registry name
+# Every variant in the Nix sandbox from locked registry artifacts (docs/hermetic.md);
+# "host" (this machine's compilers and Python) is the opt-in for speed.
+DEFAULT_TOOLCHAIN = "hermetic"
 
 
 @dataclass(frozen=True)
 class FlakeSettings:
     kernelnix_url: str = DEFAULT_KERNELNIX_URL
-    toolchain: str = "host"
+    toolchain: str = DEFAULT_TOOLCHAIN
 
 
 def _digest(body: str) -> str:

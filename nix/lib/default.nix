@@ -1,7 +1,12 @@
 # The kernelnix Nix library. `root` is the kernelnix source tree (the flake's
 # `./.`); the build step inside every variant derivation runs kernelnix from
 # a filtered copy of it, so a change to kernelnix's Python code rebuilds.
-{ root }:
+# `defaultToolchain`: the toolchain of a kernel flake that names none (and of
+# every kernel-builder flake): hermetic, or host for nix/flakes/host.
+{
+  root,
+  defaultToolchain ? "hermetic",
+}:
 let
   util = import ./util.nix;
   # kernelnix's own files, as a filtered copy of `root`: the package with its
@@ -32,10 +37,11 @@ let
       toolchains
       kernelnixSrc
       matrix
+      defaultToolchain
       ;
   };
 in
-{
+rec {
   inherit kernelFlake;
   # kernel-builder's names for kernelFlake (./kernel-builder.nix).
   inherit (import ./kernel-builder.nix { inherit kernelFlake; }) genKernelFlakeOutputs genFlakeOutputs;
@@ -44,4 +50,17 @@ in
   inherit kernelnixSrc;
   systems = matrix.systems;
   toolchainNames = matrix.toolchains;
+  # What a kernelnix flake exports as `lib` (this repository's and nix/flakes/host's).
+  flakeLib = {
+    inherit
+      kernelFlake
+      genKernelFlakeOutputs
+      genFlakeOutputs
+      eachSystem
+      shellQuote
+      matrix
+      systems
+      toolchainNames
+      ;
+  };
 }

@@ -46,6 +46,5 @@ let
       }) kernelDeps.kernels;
 in
 {
-  inherit folders;
   localKernels = builtins.concatStringsSep ":" (map (f: "${f.repo-id}=${f.path}") folders);
 }

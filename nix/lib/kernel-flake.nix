@@ -20,11 +20,12 @@
   toolchains,
   kernelnixSrc,
   matrix,
+  defaultToolchain,
 }:
 {
   self,
   path ? self.outPath,
-  toolchain ? "host",
+  toolchain ? defaultToolchain,
   # Ignored: no toolchain uses nixpkgs any more; flakes written for the
   # nixpkgs-based hermetic toolchain of earlier kernelnix releases pass them.
   nixpkgs ? null,

@@ -90,8 +90,10 @@ in
       pythonPath = pathWith "$depends";
       # The loader finds the kernel itself and its kernel dependencies here.
       localKernels = builtins.concatStringsSep ":" (
-        (if repoId == null then [ ] else [ "${repoId}=${variant}" ])
-        ++ map (f: "${f.repo-id}=${f.path}") (variant.kernelDepFolders or [ ])
+        builtins.filter (entry: entry != "") [
+          (if repoId == null then "" else "${repoId}=${variant}")
+          (variant.localKernels or "")
+        ]
       );
       # Where the lock holds other releases of the python-depends, the tests run
       # with the first the package imports with, as its import check chose.

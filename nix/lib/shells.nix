@@ -33,9 +33,17 @@ in
     '';
   test =
     variantName: variant:
-    shell variantName "${plan.python-name}-test-shell" { KERNELNIX_VARIANT = variantName; KERNELNIX_VARIANT_DIR = variant; } ''
-      unset LD_LIBRARY_PATH
-      export PYTHONPATH="$KERNELNIX_VARIANT_DIR/$KERNELNIX_VARIANT" KERNEL_PATH="$KERNELNIX_VARIANT_DIR"
-      if [ -n "$KERNELNIX_REPO_ID" ]; then export LOCAL_KERNELS="$KERNELNIX_REPO_ID=$KERNELNIX_VARIANT_DIR"; fi
-    '';
+    shell variantName "${plan.python-name}-test-shell"
+      {
+        KERNELNIX_VARIANT = variantName;
+        KERNELNIX_VARIANT_DIR = variant;
+        KERNELNIX_KERNEL_DEPS = variant.localKernels or "";
+      }
+      ''
+        unset LD_LIBRARY_PATH
+        export PYTHONPATH="$KERNELNIX_VARIANT_DIR/$KERNELNIX_VARIANT" KERNEL_PATH="$KERNELNIX_VARIANT_DIR"
+        if [ -n "$KERNELNIX_REPO_ID" ]; then export LOCAL_KERNELS="$KERNELNIX_REPO_ID=$KERNELNIX_VARIANT_DIR"; fi
+        # Its kernel dependencies' folders (docs/kernel-deps.md).
+        if [ -n "$KERNELNIX_KERNEL_DEPS" ]; then export LOCAL_KERNELS="''${LOCAL_KERNELS:+$LOCAL_KERNELS:}$KERNELNIX_KERNEL_DEPS"; fi
+      '';
 }

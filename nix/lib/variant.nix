@@ -71,6 +71,7 @@ builtins.derivation (
 )
 // (inputs.passthru or { })
 // {
-  # ci-test loads the variant with these (LOCAL_KERNELS).
-  kernelDepFolders = if kernelDeps == null then [ ] else kernelDeps.folders;
+  # Its kernel dependencies' folders as LOCAL_KERNELS entries ("" when none):
+  # ci-test and the test shell load the variant with them.
+  localKernels = if kernelDeps == null then "" else kernelDeps.localKernels;
 }

@@ -89,8 +89,20 @@ def test_unknown_toolchain_is_a_user_error() -> None:
     assert "unknown toolchain 'gcc'" in raised.value.render()
 
 
-def test_generate_writes_flake_plan_and_host_record(relu: Path) -> None:
+def test_generate_writes_a_hermetic_flake_and_the_plan_by_default(relu: Path) -> None:
     result = generate(load_config(relu), kernelnix_url="path:/k")
+    assert [(w.path.name, w.action) for w in result.written] == [
+        ("flake.nix", "wrote"),
+        (PLAN_FILE, "wrote"),
+    ]
+    assert 'toolchain = "hermetic";' in (relu / "flake.nix").read_text()
+    assert pristine_settings((relu / "flake.nix").read_text()) == FlakeSettings(
+        "path:/k", "hermetic"
+    )
+
+
+def test_generate_writes_flake_plan_and_host_record(relu: Path) -> None:
+    result = generate(load_config(relu), kernelnix_url="path:/k", toolchain="host")
     assert [(w.path.name, w.action) for w in result.written] == [
         ("flake.nix", "wrote"),
         (PLAN_FILE, "wrote"),
@@ -124,7 +136,7 @@ def test_plan_for_nix_ignores_git_state(relu: Path) -> None:
 def test_edited_flake_is_kept_unless_forced(relu: Path) -> None:
     generate(load_config(relu), host_record=False)
     flake = relu / "flake.nix"
-    edited = flake.read_text().replace('toolchain = "host";', 'toolchain = "host"; # mine')
+    edited = flake.read_text().replace('toolchain = "hermetic";', 'toolchain = "hermetic"; # mine')
     flake.write_text(edited)
     kept = generate(load_config(relu), kernelnix_url="path:/other", host_record=False)
     assert kept.written[0].action == "kept" and "--force" in kept.written[0].describe()

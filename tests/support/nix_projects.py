@@ -91,10 +91,23 @@ def make_project(
     env: dict[str, str],
     generate_options: tuple[str, ...] = (),
 ) -> Path:
-    """A copy of `example` with its generated files, staged in a fresh git repository."""
+    """A copy of `example` with its generated files, staged in a fresh git repository.
+
+    Its flake builds with the host toolchain unless `generate_options` name one: the
+    Nix library's tests share the host's builds with `build --local`; the hermetic
+    default has tests of its own (test_hermetic.py, test_kernel_builder_flakes.py)."""
     shutil.copytree(example, dest, ignore=EXAMPLE_COPY_IGNORE)
+    toolchain = () if "--toolchain" in generate_options else ("--toolchain", "host")
     subprocess.run(
-        ["kernelnix", "generate", str(dest), "--kernelnix-url", kernelnix_url, *generate_options],
+        [
+            "kernelnix",
+            "generate",
+            str(dest),
+            "--kernelnix-url",
+            kernelnix_url,
+            *toolchain,
+            *generate_options,
+        ],
         check=True,
         capture_output=True,
         env=env,
@@ -117,9 +130,20 @@ def nix(
 UPSTREAM_INPUT = 'kernel-builder.url = "github:huggingface/kernels";'
 
 
-def kernel_builder_project(source: Path, dest: Path, kernelnix_url: str) -> Path:
+# kernelnix's flake whose default toolchain is the host's (nix/flakes/host).
+HOST_FLAKE_DIR = "nix/flakes/host"
+
+
+def kernel_builder_project(
+    source: Path, dest: Path, kernelnix_url: str, *, host: bool = True
+) -> Path:
     """A copy of a kernel with kernel-builder's flake.nix, its input URL (only)
-    pointing at kernelnix, staged in a fresh git repository."""
+    pointing at kernelnix, staged in a fresh git repository. With `host`, the URL is
+    that of nix/flakes/host: the flake builds with the host toolchain, which the
+    Nix library's tests share with `build --local`; without, with the default
+    (hermetic) toolchain."""
+    if host:
+        kernelnix_url += ("&" if "?" in kernelnix_url else "?") + f"dir={HOST_FLAKE_DIR}"
     shutil.copytree(source, dest, ignore=shutil.ignore_patterns("build", "result", "__pycache__"))
     flake = dest / "flake.nix"
     text = flake.read_text()

@@ -1,4 +1,4 @@
-# kernelnix-generated: {"kernelnix-url": "kernelnix", "sha256": "fcdaab37047657735e31a4d45801866e1243f350b08f6105afef4d0be3a3e4f9", "toolchain": "host"}
+# kernelnix-generated: {"kernelnix-url": "kernelnix", "sha256": "d6ae3f0b2f2efbe2fa37eee00d6d7faa8a75aa7414cad409030687372b26698b", "toolchain": "hermetic"}
 # Written by `kernelnix generate`. The outputs come from kernelnix-plan.json,
 # which `kernelnix generate` rewrites after build.toml changes. Edit this file
 # freely: kernelnix keeps an edited flake.nix unless you pass --force.
@@ -17,6 +17,6 @@
     kernelnix.lib.kernelFlake {
       inherit self;
       path = ./.;
-      toolchain = "host";
+      toolchain = "hermetic";
     };
 }
