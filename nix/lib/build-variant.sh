@@ -38,10 +38,10 @@ if [ -n "${noImportCheck:-}" ]; then policy="$policy --no-import-check"; fi
 # localKernels: the kernel dependencies' folders (nix/lib/kernel-deps.nix), which
 # the import check resolves get_kernel_dep with, as the loader's LOCAL_KERNELS.
 # The CMake project in a folder whose path is the same in every build of the
-# derivation ($TMPDIR is /build in the sandbox), not a random temporary one: the
-# host side of a .cu file keeps its own path in __FILE__ (nvcc's preprocessing
-# does not apply -ffile-prefix-map), and `nix build --rebuild` must see the
-# same bytes.
+# derivation ($TMPDIR is /build in the sandbox), not a random temporary one:
+# what is not mapped to a neutral path keeps it (-G's device debug information
+# names the build folder; kernelnix/compile/nvcc_host.py maps the rest), and
+# `nix build --rebuild` must see the same bytes.
 # shellcheck disable=SC2086 # $jobs is empty or two words, $policy up to four
 exec "$KERNELNIX_PYTHON" -m kernelnix build-variant $jobs $policy \
   --work-dir "${TMPDIR:-/tmp}/kernelnix-build" \

@@ -8,22 +8,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from handmade import kernel_depending_on
 from hubserver import FakeHub, serving_downloads
 from kernels._rust import KernelDependency, KernelLocks, KernelVersion
 
 from kernelnix.cli import main
-
-BUILD_TOML = """\
-[general]
-name = "uses-b"
-version = 1
-edition = 5
-license = "Apache-2.0"
-backends = ["cpu"]
-kernel-depends = [{{ repo-id = "{repo}", version = 1 }}]
-
-[torch-noarch]
-"""
 
 
 @pytest.fixture
@@ -33,11 +22,7 @@ def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
 
 
 def kernel(tmp_path: Path, repo: str) -> Path:
-    directory = tmp_path / "uses-b"
-    (directory / "torch-ext" / "uses_b").mkdir(parents=True)
-    (directory / "torch-ext" / "uses_b" / "__init__.py").write_text("")
-    (directory / "build.toml").write_text(BUILD_TOML.format(repo=repo))
-    return directory
+    return kernel_depending_on(tmp_path / "uses-b", repo)
 
 
 def test_lock_writes_the_loaders_lock(hub: FakeHub, tmp_path: Path) -> None:

@@ -134,7 +134,8 @@ def test_nix_build_with_the_host_toolchain(cuda_torch: CudaTorch, tmp_path: Path
     shutil.copytree(EXAMPLES / "fused-scale", project, ignore=EXAMPLE_COPY_IGNORE)
     # The host record names the CUDA Torch environment: the flake builds with it.
     subprocess.run(
-        [cuda_torch.python, "-m", "kernelnix", "generate", str(project), "--kernelnix-url", url],
+        [cuda_torch.python, "-m", "kernelnix", "generate", str(project), "--kernelnix-url", url,
+         "--toolchain", "host"],
         check=True, capture_output=True, env=env,
     )  # fmt: skip
     record = json.loads((project / "kernelnix-host.json").read_text())

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from handmade import copy_example
+from handmade import copy_example, kernel_depending_on
 from hubserver import FakeHub
 from nix_projects import kernelnix_clone, make_project, nix
 from paths import EXAMPLES
@@ -112,18 +112,6 @@ def test_build_local_loads_the_dependency_in_its_import_check(built_local: Path)
     assert {"__init__.py", "_ops.py", "metadata.json"} <= {p.name for p in built_local.iterdir()}
 
 
-TOP = """\
-[general]
-name = "uses-scaled-relu"
-version = 1
-edition = 5
-license = "Apache-2.0"
-backends = ["cpu"]
-kernel-depends = [{ repo-id = "kernelnix-examples/scaled-relu", version = 1 }]
-
-[torch-noarch]
-"""
-
 GET_LOCKED = """\
 import sys, torch, kernels
 kernel = kernels.get_locked_kernel(
@@ -146,9 +134,7 @@ def test_a_two_level_tree_locks_and_the_loader_loads_it_with_the_lock(
     }
     served.hub.seed("kernel", "kernelnix-examples/scaled-relu", {"main": files, "v1": files})
     top = served.work / "uses-scaled-relu"
-    (top / "torch-ext" / "uses_scaled_relu").mkdir(parents=True)
-    (top / "torch-ext" / "uses_scaled_relu" / "__init__.py").write_text("")
-    (top / "build.toml").write_text(TOP)
+    kernel_depending_on(top, "kernelnix-examples/scaled-relu", "uses-scaled-relu")
     done = _run(served.env, "kernelnix", "lock", str(top))
     assert done.returncode == 0, done.stdout + done.stderr
     locked = {e["dependency"]["repo-id"] for e in json.loads((top / "kernels.lock").read_text())}

@@ -299,6 +299,7 @@ def test_a_bundle_of_no_variant_fails_with_each_reason(relu: Path) -> None:
     (relu / HOST_FILE).write_text(json.dumps({**data, "not-buildable": record}))
     flake = f"""(import {LIB} {{ root = {nix_path(ROOT)}; }}).kernelFlake {{
         self = {{ outPath = {nix_path(relu)}; }};
+        toolchain = "host";
       }}"""
     for output in ("bundle", "ci"):
         done = nix_eval(f"({flake}).packages.x86_64-linux.{output}.drvPath", check=False)
@@ -324,6 +325,7 @@ def test_a_bundle_of_no_variant_on_the_system_names_where_it_builds(tmp_path: Pa
     generate(load_config(project), host_record=False)
     flake = f"""(import {LIB} {{ root = {nix_path(ROOT)}; }}).kernelFlake {{
         self = {{ outPath = {nix_path(project)}; }};
+        toolchain = "host";
       }}"""
     done = nix_eval(f"({flake}).packages.x86_64-linux.bundle.drvPath", check=False)
     assert done.returncode != 0
@@ -344,6 +346,7 @@ def test_hostile_repo_id_reaches_ci_test_as_one_word(relu: Path, tmp_path: Path)
       let
         flake = (import {LIB} {{ root = {nix_path(ROOT)}; }}).kernelFlake {{
           self = {{ outPath = {nix_path(relu)}; }};
+          toolchain = "host";
         }};
       in flake.packages.x86_64-linux.ci-test.text
     """

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from handmade import kernel_depending_on
 
 from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
@@ -26,24 +27,10 @@ from kernelnix.plan.model import PlanKernelDeps
 ENDPOINT = "http://127.0.0.1:9"
 B, C = "b" * 40, "c" * 40
 SHA = "0" * 64
-BUILD_TOML = """\
-[general]
-name = "uses-b"
-version = 1
-edition = 5
-license = "Apache-2.0"
-backends = ["cpu"]
-kernel-depends = [{ repo-id = "org/b", version = 1 }]
-
-[torch-noarch]
-"""
 
 
 def kernel(tmp_path: Path) -> Path:
-    (tmp_path / "torch-ext" / "uses_b").mkdir(parents=True)
-    (tmp_path / "torch-ext" / "uses_b" / "__init__.py").write_text("")
-    (tmp_path / "build.toml").write_text(BUILD_TOML)
-    return tmp_path
+    return kernel_depending_on(tmp_path, "org/b")
 
 
 def lock(directory: Path, locks: list[LockedKernel], kernels: list[KernelFiles]) -> None:

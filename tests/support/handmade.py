@@ -92,3 +92,25 @@ def variant_with_library(build_dir: Path, example: str, variant: str, library: P
     (`<id>.abi3.so`, as the build installs it)."""
     name = f"{plan_metadata(example, variant)['id']}.abi3.so"
     return make_variant(build_dir, example, variant, files={name: library.read_bytes()})
+
+
+DEPENDENT_TOML = """\
+[general]
+name = "{name}"
+version = 1
+edition = 5
+license = "Apache-2.0"
+backends = ["cpu"]
+kernel-depends = [{{ repo-id = "{repo}", version = 1 }}]
+
+[torch-noarch]
+"""
+
+
+def kernel_depending_on(directory: Path, repo: str, name: str = "uses-b") -> Path:
+    """A CPU noarch kernel at `directory` whose build.toml depends on version 1 of `repo`."""
+    package = directory / "torch-ext" / name.replace("-", "_")
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (directory / "build.toml").write_text(DEPENDENT_TOML.format(name=name, repo=repo))
+    return directory
