@@ -99,6 +99,7 @@ def test_init_then_build_with_nix_then_load(installed: Installed, tmp_path: Path
     # The host toolchain here (the hermetic default is built by test_hermetic*.py): this
     # test is about the installed wheel's Nix library, not the toolchain.
     kernelnix(installed, tmp_path, "generate", "zap", "--toolchain", "host")
+    git(project, "add", "-A")
     # As if the generated files had never been staged: `build` stages them, and says so.
     git(project, "rm", "-q", "--cached", "flake.nix", "kernelnix-plan.json")
 

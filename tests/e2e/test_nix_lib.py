@@ -265,7 +265,7 @@ def test_host_without_record_probes_this_machine(tmp_path: Path, relu: Path) -> 
     for example in ("relu-stable-abi", "relu-noarch", "multi-kernel"):
         project = tmp_path / example
         shutil.copytree(EXAMPLES / example, project)
-        generate(load_config(project), host_record=True)
+        generate(load_config(project), toolchain="host", host_record=True)
         kinds = {
             name: variant["kind"]
             for name, variant in json.loads((project / "kernelnix-plan.json").read_text())[

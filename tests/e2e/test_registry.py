@@ -37,9 +37,9 @@ def test_the_toolchain_builds_in_the_sandbox() -> None:
     python = _registry("x86_64-linux", "s.python")
     done = _nix("eval", "--impure", "--raw", "--expr", python)
     program = done.stdout
-    # The toolchain's Python has kernelnix's dependencies and the loader.
+    # The toolchain's Python has kernelnix's dependencies, the loader and pytest (ci-test).
     versions = subprocess.run(
-        [program, "-c", "import kernels, pydantic, jinja2; print(kernels.__version__)"],
+        [program, "-c", "import kernels, pydantic, jinja2, pytest; print(kernels.__version__)"],
         capture_output=True,
         text=True,
         check=True,
