@@ -145,9 +145,22 @@ def test_a_two_level_tree_locks_and_the_loader_loads_it_with_the_lock(
     assert done.stdout.strip() == "[0.0, 6.0]"
 
 
-def test_the_flake_builds_it_and_ci_test_passes(served: Served, locked: Path) -> None:
-    project = make_project(locked, served.work / "flake", served.kernelnix_url, served.env)
-    nix(project, served.env, "build", f".#{VARIANT}", "-o", str(project / "result"))
+# The README's way (the hermetic default, in the sandbox) and the host toolchain's.
+TOOLCHAINS = {
+    "hermetic": ("--option", "sandbox", "true", "--option", "sandbox-fallback", "false"),
+    "host": (),
+}
+
+
+@pytest.mark.parametrize("toolchain", sorted(TOOLCHAINS))
+def test_the_flake_builds_it_and_ci_test_passes(
+    served: Served, locked: Path, toolchain: str
+) -> None:
+    options = ("--toolchain", toolchain)
+    dest = served.work / f"flake-{toolchain}"
+    project = make_project(locked, dest, served.kernelnix_url, served.env, options)
+    build = ("build", f".#{VARIANT}", "-o", str(project / "result"), *TOOLCHAINS[toolchain])
+    nix(project, served.env, *build)
     metadata = json.loads((project / "result" / VARIANT / "metadata.json").read_text())
     assert metadata["kernel-depends"] == [{"repo-id": DEPENDENCY, "version": 1}]
     assert metadata["kernels-minver"] == "0.17.0"
