@@ -59,10 +59,10 @@ def _staleness(
 ) -> str | None:
     locked = {(lock.repo_id, lock.version) for lock in locks}
     for ref in roots:
-        if (ref.repo_id, _version(ref)) not in locked:
+        if (ref.repo_id, ref_version(ref)) not in locked:
             return (
                 f"kernels.lock no longer matches build.toml: it does not lock {ref.repo_id} "
-                f"{_describe(_version(ref))}; {LOCK_FIX}"
+                f"{_describe(ref_version(ref))}; {LOCK_FIX}"
             )
     for lock in locks:
         if files.kernel(lock.repo_id, lock.commit) is None:
@@ -73,7 +73,8 @@ def _staleness(
     return None
 
 
-def _version(ref: KernelDependencyRef) -> int | str:
+def ref_version(ref: KernelDependencyRef) -> int | str:
+    """A build.toml `kernel-depends` entry's major version, else its revision."""
     return ref.version if ref.version is not None else str(ref.revision)
 
 
@@ -98,7 +99,7 @@ def plan_kernel_deps(
             lock_sha256=locks.sha256, error=locks.problem, kernels=[]
         )
     found: dict[str, PlanKernelDep] = {}
-    pending = [(ref.repo_id, _version(ref)) for ref in roots]
+    pending = [(ref.repo_id, ref_version(ref)) for ref in roots]
     try:
         while pending:
             repo_id, version = pending.pop(0)

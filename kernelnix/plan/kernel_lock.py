@@ -26,11 +26,15 @@ class LockedKernel:
     commit: str
 
     def to_json(self) -> dict[str, object]:
-        key = "version" if isinstance(self.version, int) else "revision"
         return {
-            "dependency": {"repo-id": self.repo_id, key: self.version},
+            "dependency": dependency_json(self.repo_id, self.version),
             "lock": {"commit": self.commit},
         }
+
+
+def dependency_json(repo_id: str, version: int | str) -> dict[str, object]:
+    """A dependency as the loader's files write it: `version` N, or a `revision`."""
+    return {"repo-id": repo_id, ("version" if isinstance(version, int) else "revision"): version}
 
 
 def render_lock(locks: list[LockedKernel]) -> str:
@@ -85,10 +89,7 @@ class VariantFiles:
     kernel_depends: tuple[tuple[str, int | str], ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        depends = [
-            {"repo-id": repo, ("version" if isinstance(v, int) else "revision"): v}
-            for repo, v in self.kernel_depends
-        ]
+        depends = [dependency_json(repo, version) for repo, version in self.kernel_depends]
         return {"kernel-depends": depends, "files": dict(sorted(self.files.items()))}
 
 
