@@ -7,9 +7,11 @@ from collections.abc import Callable
 
 import pytest
 from paths import GOLDEN
+from store_room import StoreRoom
 from wheel_locks import lock_with
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+STORE_ROOM = pytest.StashKey[StoreRoom]()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -33,6 +35,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="also run the tests marked heavy: whole bundles from every locked wheel and "
         "large kernels compiled cold (gigabytes, an hour or more)",
     )
+    parser.addoption(
+        "--nix-gc-below",
+        type=float,
+        metavar="GB",
+        help="after a test module, collect the Nix store's garbage when less than GB "
+        "gigabytes are free (tests/support/store_room.py)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[STORE_ROOM] = StoreRoom(config.getoption("--nix-gc-below"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    # After the hook, the module's fixtures are gone when the next test is in
+    # another module: what they built is garbage unless a result link roots it.
+    result = yield
+    if nextitem is None or nextitem.path != item.path:
+        item.config.stash[STORE_ROOM].after_module(item.nodeid.split("::")[0])
+    return result
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    for line in config.stash[STORE_ROOM].summary():
+        terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

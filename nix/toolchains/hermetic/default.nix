@@ -52,6 +52,7 @@ let
   # store (./patch-interpreters.sh): the sandbox has no /lib64/ld-linux-*.
   wheels = import ../host/wheels.nix {
     inherit kernelnixSrc;
+    toolEnv = scriptEnvOf;
     shell = registry.shell;
     afterUnpack = ''. "$patchInterpreters"'';
   };
@@ -161,7 +162,7 @@ let
     // {
       env =
         step.env
-        // wheels.variantVariables system (scriptEnvOf system) tag variant found
+        // wheels.variantVariables system tag variant found
         // {
           CC = t.cc;
           CXX = t.cxx;

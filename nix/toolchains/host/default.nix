@@ -43,7 +43,14 @@
   hostGlibc ? false,
 }:
 let
-  wheels = import ./wheels.nix { inherit kernelnixSrc; };
+  # Unpacking needs a Python, not the record's (any python3 env.sh finds).
+  wheels = import ./wheels.nix {
+    inherit kernelnixSrc;
+    toolEnv = _: {
+      hostEnv = ./env.sh;
+      torchRequirement = "none";
+    };
+  };
   glibc = import ./glibc.nix { inherit kernelnixSrc wheels; };
   # Publishable: what the glibc target (or no compiler at all) makes, not a darwin
   # build nor one against this machine's glibc (hostGlibc).
@@ -171,7 +178,7 @@ let
         else
           "any"
       );
-      locked = wheels.variantVariables system scriptEnv (tag system) variant found;
+      locked = wheels.variantVariables system (tag system) variant found;
     in
     step
     // {

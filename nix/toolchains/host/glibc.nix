@@ -43,7 +43,7 @@ in
       // {
         inherit system tools;
         name = "kernelnix-glibc-${entry.glibc}-${system}";
-        zig = wheels.unpacked system scriptEnv entry.wheel;
+        zig = wheels.unpacked system entry.wheel;
         glibc = entry.glibc;
         arch = builtins.head (builtins.split "-" system);
         builder = "/bin/sh";

@@ -11,8 +11,14 @@
 # The hermetic toolchain (../hermetic) takes its variants' wheels from here too,
 # with its own `shell` for the builders and, after unpacking, `afterUnpack`:
 # shell code run on "$out" (its programs pointed at a loader in the store).
+#
+# `toolEnv system` is the environment of these derivations (their $hostEnv finds
+# a Python). It is the same for every variant and every record of the machine:
+# a wheel is unpacked once whatever PATH a build ran with, where a host record's
+# PATH in it unpacked each Torch and CUDA toolkit again (gigabytes each).
 {
   kernelnixSrc,
+  toolEnv,
   shell ? "/bin/sh",
   afterUnpack ? null,
 }:
@@ -35,9 +41,9 @@ let
 
   # Unpacked with the toolchain's Python ($hostEnv finds it, as for every step).
   unpacked =
-    system: scriptEnv: name:
+    system: name:
     builtins.derivation (
-      scriptEnv
+      toolEnv system
       // {
         inherit system tool;
         name = "wheel-${stem name}";
@@ -171,13 +177,13 @@ rec {
 
   # Unpacked wheels merged into one store path of links: a PYTHONPATH entry.
   merged =
-    system: scriptEnv: name: names: extra:
+    system: name: names: extra:
     builtins.derivation (
-      scriptEnv
+      toolEnv system
       // extra
       // {
         inherit system tool name;
-        wheels = map (unpacked system scriptEnv) names;
+        wheels = map (unpacked system) names;
         builder = shell;
         args = [
           "-c"
@@ -189,15 +195,15 @@ rec {
   # The python-depends' environment of a variant (dependsWheels' names), on
   # PYTHONPATH after its Torch's; `release` 0, or the number of an alternative.
   dependsEnvironment =
-    system: scriptEnv: release: names:
-    merged system scriptEnv (
+    system: release: names:
+    merged system (
       "kernelnix-python-depends" + (if release == 0 then "" else "-alternative-${toString release}")
     ) names { };
 
   # The environment of an entry: one store path, the variant's PYTHONPATH.
   environment =
-    system: scriptEnv: key: found:
-    merged system scriptEnv "kernelnix-env-${key}" (found.wheels ++ (found.toolkit or [ ])) {
+    system: key: found:
+    merged system "kernelnix-env-${key}" (found.wheels ++ (found.toolkit or [ ])) {
       torch = found.torch;
     };
 
@@ -205,20 +211,20 @@ rec {
   # the lock has it: `wheelEnv`, its Torch and CUDA toolkit (`found`: its entry,
   # or null); `dependsEnv` and `dependsAlternatives`, its python-depends.
   variantVariables =
-    system: scriptEnv: tag: variant: found:
+    system: tag: variant: found:
     let
       depends = dependsWheels system tag variant;
       alternatives = dependsAlternatives system tag variant;
     in
-    (if found == null then { } else { wheelEnv = environment system scriptEnv (entryKey tag variant) found; })
-    // (if depends == [ ] then { } else { dependsEnv = dependsEnvironment system scriptEnv 0 depends; })
+    (if found == null then { } else { wheelEnv = environment system (entryKey tag variant) found; })
+    // (if depends == [ ] then { } else { dependsEnv = dependsEnvironment system 0 depends; })
     // (
       if alternatives == [ ] then
         { }
       else
         {
           dependsAlternatives = builtins.genList (
-            i: dependsEnvironment system scriptEnv (i + 1) (builtins.elemAt alternatives i)
+            i: dependsEnvironment system (i + 1) (builtins.elemAt alternatives i)
           ) (builtins.length alternatives);
         }
     );
