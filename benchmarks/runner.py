@@ -3,8 +3,8 @@ against a baseline timed in the same run, with its target and PASS or MISS.
 
     benchmarks/run [--quick] [--only NAME]... [--json FILE]
 
-Names: plan, config, nix, rebuild, compile, checks, cuda, wheels, glibc, incremental, scaling,
-and the heavy ones, run only when named with --only: conformance (hours: every
+Names: plan, config, nix, rebuild, compile, checks, cuda, wheels, glibc, hermetic,
+incremental, scaling, and the heavy ones, run only when named with --only: conformance (hours: every
 kernels-community CUDA kernel built, checked and imported; docs/conformance.md).
 A full run takes 15 to 30 minutes on two cores without incremental and scaling, which
 build with Nix for about 5 and 20 more (nix builds the largest example three times from
@@ -58,6 +58,11 @@ BENCHMARKS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         "bench_incremental: nix build after a one-file .cu edit, compiler cache on, vs cold",
         {"repeat": 2},
         {"repeat": 1},
+    ),
+    "hermetic": (
+        "bench_hermetic: a cold variant build, hermetic toolchain vs host; its first assembly",
+        {"runs": 3},
+        {"runs": 1},
     ),
     "glibc": (
         "bench_glibc: a build against the glibc 2.27 target vs without; its first assembly",

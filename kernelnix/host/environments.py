@@ -281,7 +281,7 @@ def _download(url: str, part: Path) -> None:
         raise OSError(f"the connection closed after {received} of {length} bytes")
 
 
-def _nix_store(*args: str) -> str | None:
+def nix_store(*args: str) -> str | None:
     """`nix-store ARGS`' output, or None without Nix (or when it fails)."""
     program = shutil.which("nix-store")
     if program is None:
@@ -294,7 +294,7 @@ def store_path(wheel: LockedWheel) -> Path | None:
     """Where Nix keeps the wheel (the host toolchain's fixed-output fetch of it)."""
     algorithm, _, encoded = wheel.hash.partition("-")
     digest = base64.b64decode(encoded).hex()
-    found = _nix_store("--print-fixed-path", algorithm, digest, wheel.name)
+    found = nix_store("--print-fixed-path", algorithm, digest, wheel.name)
     return Path(found) if found else None
 
 
@@ -326,7 +326,7 @@ def fetch_wheel(wheel: LockedWheel, cache: Path, log: Callable[[str], None]) -> 
             f"file on the server changed: run `{wheel.relock}` and review the lock's diff",
         )
     os.replace(part, path)
-    if stored is not None and _nix_store("--add-fixed", algorithm, str(path)) == str(stored):
+    if stored is not None and nix_store("--add-fixed", algorithm, str(path)) == str(stored):
         path.unlink()
         return stored
     return path
@@ -373,7 +373,7 @@ def _unpacked(wheel: LockedWheel, cache: Path, log: Callable[[str], None]) -> Pa
 def _discard(archive: Path) -> None:
     """Remove a downloaded file found broken: from the cache, or from the Nix store
     through Nix (a store path is not a file to unlink)."""
-    if _nix_store("--delete", str(archive)) is None and archive.exists():
+    if nix_store("--delete", str(archive)) is None and archive.exists():
         archive.unlink()
 
 

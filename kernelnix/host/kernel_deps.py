@@ -8,12 +8,15 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernelnix.core.diagnostics import UserError
+from kernelnix.host.environments import nix_store
 from kernelnix.plan.kernel_lock import (
     FilesLock,
     KernelFiles,
@@ -21,7 +24,7 @@ from kernelnix.plan.kernel_lock import (
     VariantFiles,
     is_plain_file_path,
 )
-from kernelnix.plan.model import PlanKernelDep
+from kernelnix.plan.model import PlanKernelDep, PlanKernelFile
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
@@ -209,3 +212,37 @@ def fetch_kernel_deps(deps: list[PlanKernelDep]) -> dict[str, Path]:
         # The cache's snapshot of the commit: the file paths mirror the repo's.
         folders[dep.repo_id] = local.parents[len(Path(file.path).parts) - 1]
     return folders
+
+
+def _fetched_name(file: PlanKernelFile) -> str:
+    """The store name Nix's fetchurl gives the file: the last part of its URL."""
+    return file.url.rsplit("/", 1)[-1]
+
+
+def _missing_from_store(dep: PlanKernelDep) -> list[PlanKernelFile]:
+    return [
+        f
+        for f in dep.files
+        if not Path(
+            nix_store("--print-fixed-path", "sha256", f.sha256, _fetched_name(f)) or "/"
+        ).exists()
+    ]
+
+
+def store_kernel_deps(deps: Iterable[PlanKernelDep]) -> None:
+    """Put the locked files of `deps` into the Nix store where the flake's fetchurl of
+    each would (nix/lib/kernel-deps.nix), so that Nix fetches none of them: downloaded
+    through huggingface_hub, whose HF_TOKEN reaches a private repo (Nix's fetchurl
+    sends no token) and reaches neither the store nor a log. Without Nix, nothing."""
+    if shutil.which("nix-store") is None:
+        return
+    for dep in deps:
+        if not _missing_from_store(dep):
+            continue
+        folder = fetch_kernel_deps([dep])[dep.repo_id]
+        with tempfile.TemporaryDirectory(prefix="kernelnix-kernel-dep-") as tmp:
+            for file in dep.files:
+                named = Path(tmp) / _fetched_name(file)
+                shutil.copyfile(folder / file.path, named)
+                nix_store("--add-fixed", "sha256", str(named))
+                named.unlink()

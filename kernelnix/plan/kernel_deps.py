@@ -24,7 +24,7 @@ from kernelnix.plan.kernel_lock import (
     read_files_lock,
     read_lock,
 )
-from kernelnix.plan.model import PlanKernelDep, PlanKernelDeps, PlanKernelFile
+from kernelnix.plan.model import Plan, PlanKernelDep, PlanKernelDeps, PlanKernelFile
 
 LOCK_FIX = "run `kernelnix lock` (with HF_ENDPOINT for another Hub) and commit both files"
 
@@ -156,3 +156,14 @@ def _dep(files: FilesLock, kernel: KernelFiles, folder: str) -> PlanKernelDep:
     return PlanKernelDep.model_construct(
         repo_id=kernel.repo_id, commit=kernel.commit, variant=folder, files=listed
     )
+
+
+def kernel_deps_of(plan: Plan, system: str) -> list[PlanKernelDep]:
+    """Every dependency folder the variants of `system` are built with, each once."""
+    found = {
+        (dep.repo_id, dep.commit, dep.variant): dep
+        for variant in plan.variants.get(system, {}).values()
+        if variant.kernel_deps is not None
+        for dep in variant.kernel_deps.kernels
+    }
+    return list(found.values())

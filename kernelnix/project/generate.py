@@ -76,6 +76,7 @@ def _flake(
 class Generated:
     written: list[Written]
     notes: list[str]
+    plan: Plan
 
 
 def _host_notes(record: HostRecord) -> list[str]:
@@ -109,7 +110,7 @@ def generate(
         record = probe_host(plan)
         written.append(_write_if_changed(root / HOST_FILE, host_json(record)))
         notes += _host_notes(record)
-    return Generated(written, notes)
+    return Generated(written, notes, plan)
 
 
 def _refuse_existing(directory: Path, targets: list[str]) -> None:

@@ -35,8 +35,10 @@ from kernelnix.core.diagnostics import Diagnostic, UserError
 from kernelnix.core.process import shown
 from kernelnix.emit.escape import nix_string
 from kernelnix.emit.flake import DEFAULT_KERNELNIX_URL, FLAKE_FILE, pristine_settings
+from kernelnix.host.kernel_deps import store_kernel_deps
 from kernelnix.host.system import current_system
 from kernelnix.host.toolchain_fetch import prefetch_toolchain
+from kernelnix.plan.kernel_deps import kernel_deps_of
 from kernelnix.project.generate import generate
 from kernelnix.project.library import library_url
 
@@ -226,6 +228,8 @@ def prepare(directory: Path) -> FlakeProject:
     for note in generated.notes:
         click.echo(f"note: {note}", err=True)
     _stage(root, [w.path.name for w in generated.written])
+    # Private dependencies too: kernelnix fetches them with HF_TOKEN, Nix cannot.
+    store_kernel_deps(kernel_deps_of(generated.plan, current_system()))
     project = FlakeProject(root, input_overrides(root))
     if project.overrides:
         click.echo(f"note: flake input `kernelnix` is {project.overrides[-1]}", err=True)

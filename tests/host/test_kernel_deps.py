@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hubserver import FakeHub, serving_downloads
+from hubserver import TOKEN, FakeHub, serving_downloads
 from kernels._rust import KernelDependency, KernelLocks, KernelVersion
 
+from kernelnix.config.tables import KernelDependencyRef
 from kernelnix.core.diagnostics import UserError
-from kernelnix.host.kernel_deps import Dependency, hub_api, lock_tree
+from kernelnix.host.kernel_deps import Dependency, hub_api, lock_tree, store_kernel_deps
+from kernelnix.plan import kernel_deps as planned
 from kernelnix.plan.kernel_lock import render_lock
 
 VARIANT = "torch-universal"
@@ -70,3 +75,37 @@ def test_a_cycle_names_the_chain(hub: FakeHub) -> None:
         lock_tree([Dependency("org/b", 1)], hub_api())
     (diagnostic,) = info.value.diagnostics
     assert "cycle: org/b v1 -> org/c v1 -> org/b v1" in diagnostic.message
+
+
+@pytest.mark.skipif(shutil.which("nix") is None, reason="needs Nix")
+def test_a_private_dependency_reaches_the_store_where_the_flake_fetches_it(
+    hub: FakeHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nix's fetchurl sends no token: kernelnix puts a private dependency's files
+    where it would fetch them (nix/lib/kernel-deps.nix), and the token stays out."""
+    unique = os.urandom(8).hex()  # content no store has yet
+    files = {
+        f"build/{VARIANT}/metadata.json": b'{"version": 1}',
+        f"build/{VARIANT}/__init__.py": f"MARK = {unique!r}\n".encode(),
+    }
+    hub.seed("kernel", "org/private", {"main": files, "v1": files}, private=True)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    tree = lock_tree([Dependency("org/private", 1)], hub_api())
+    locks = planned.KernelLocks(tree.locks, tree.files, None, None)
+    ref = KernelDependencyRef.model_validate({"repo-id": "org/private", "version": 1})
+    (dep,) = planned.plan_kernel_deps([ref], locks, [VARIANT]).kernels
+    store_kernel_deps([dep])
+    for file in dep.files:
+        fetch = f'import <nix/fetchurl.nix> {{ url = "{file.url}"; sha256 = "{file.sha256}"; }}'
+        path = subprocess.run(
+            ["nix", "eval", "--raw", "--impure", "--expr", f"({fetch}).outPath"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        stored = Path(path).read_bytes()
+        assert stored == files[f"build/{VARIANT}/{file.path}"]
+        assert TOKEN.encode() not in stored
+    # Without the token the Hub refuses: Nix could not have fetched them.
+    monkeypatch.delenv("HF_TOKEN")
+    with pytest.raises(UserError) as info:
+        lock_tree([Dependency("org/private", 1)], hub_api())
+    assert "org/private: no such kernel repo" in info.value.diagnostics[0].message

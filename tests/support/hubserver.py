@@ -109,9 +109,17 @@ class FakeHub:
 
     # -------------------------------------------------------- test helpers
 
-    def seed(self, kind: str, repo_id: str, branches: dict[str, dict[str, bytes]]) -> None:
-        """An existing repository with these branches and files."""
-        repo = FakeRepo(kind, private=False)
+    def seed(
+        self,
+        kind: str,
+        repo_id: str,
+        branches: dict[str, dict[str, bytes]],
+        *,
+        private: bool = False,
+    ) -> None:
+        """An existing repository with these branches and files; a private one
+        answers only requests with TOKEN, as the Hub does."""
+        repo = FakeRepo(kind, private=private)
         for name, files in branches.items():
             repo.branches[name] = Ref(dict(files), _oid(repo_id, name, "seed"))
         self.repos[(kind, repo_id)] = repo
@@ -273,6 +281,14 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             ):
                 raise HubError(401, "Invalid credentials in Authorization header")
 
+        def _visible(self, kind: str, repo_id: str) -> FakeRepo:
+            """The repo, unless it is private and the request has no TOKEN: then the
+            Hub's answer to an anonymous request, 401 as for a missing repo."""
+            repo = hub.repo(kind, repo_id)
+            if repo.private and self.headers.get("authorization") != f"Bearer {TOKEN}":
+                raise HubError(401, f"Repository {repo_id} not found", "RepoNotFound")
+            return repo
+
         def _body(self) -> bytes:
             length = int(self.headers.get("content-length") or 0)
             if length > MAX_BODY:
@@ -297,7 +313,7 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 and segments[1] in TYPES
             ):
                 repo_id = f"{segments[2]}/{segments[3]}"
-                repo = hub.repo(TYPES[segments[1]], repo_id)
+                repo = self._visible(TYPES[segments[1]], repo_id)
                 return {"id": repo_id, "sha": repo.branches["main"].head, "private": repo.private}
             if len(segments) >= 5 and segments[0] == "api" and segments[1] in TYPES:
                 return self._repo_route(method, segments, query, body)
@@ -308,7 +324,7 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             self, method: str, segments: list[str], query: dict[str, str], body: bytes
         ) -> Any:
             kind, repo_id = TYPES[segments[1]], f"{segments[2]}/{segments[3]}"
-            repo = hub.repo(kind, repo_id)
+            repo = self._visible(kind, repo_id)
             action, rest = segments[4], segments[5:]
             if (method, action) == ("GET", "refs"):
                 return hub.refs(repo)
@@ -334,7 +350,7 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             start = 1 if kind == "kernel" else 0
             repo_id = "/".join(segments[start : start + 2])
             revision, path = segments[start + 3], "/".join(segments[start + 4 :])
-            ref = hub.repo(kind, repo_id).ref(revision)
+            ref = self._visible(kind, repo_id).ref(revision)
             if ref is None or path not in ref.files:
                 raise HubError(404, f"{path} not found at {revision}", "EntryNotFound")
             data = ref.files[path]
