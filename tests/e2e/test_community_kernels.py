@@ -164,7 +164,12 @@ def test_a_noarch_triton_kernel_builds_and_loads(
     [
         # Its tests import `quantization_gptq` and are not marked kernels_ci: one
         # case, selected by the arguments after `--`, runs the AVX-512 kernel.
-        ("quantization-gptq", ["-m", "", "-k", "test_gptq[64-1024-2048-1]"]),
+        # About 110 s: `pytest --heavy`.
+        pytest.param(
+            "quantization-gptq",
+            ["-m", "", "-k", "test_gptq[64-1024-2048-1]"],
+            marks=pytest.mark.heavy,
+        ),
         ("relu", []),
     ],
 )
@@ -179,6 +184,9 @@ def test_ci_test_runs_the_kernels_own_tests(
     assert "failed" not in done.stdout and "error" not in done.stdout, done.stdout
 
 
+# About 200 s, over CI's budget; a ci-test in a variant's own locked Torch is in CI
+# through the hermetic toolchain's (test_kernel_deps.py, test_nix_flake.py's template).
+@pytest.mark.heavy
 def test_ci_test_runs_a_locked_variant_in_its_own_torch(tmp_path: Path) -> None:
     """relu's tests load it with `kernels.get_kernel` (LOCAL_KERNELS). With Torch
     2.14's CPU build set locked, ci-test picks the torch214 CPU variant and runs

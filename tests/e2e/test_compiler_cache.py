@@ -20,8 +20,11 @@ from cuda_torch import PYTHON, VARIANT, cuda_torch_missing, with_cuda_torch
 from nix_projects import clone_worktree, git, make_project, nix, nix_environment
 from paths import EXAMPLES
 
+# Two cold CUDA builds, about 2 minutes: `pytest --heavy` (ccache itself is in CI
+# through tests/compile/test_launcher.py).
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.heavy,
     pytest.mark.skipif(shutil.which("nix") is None, reason="needs Nix"),
     pytest.mark.skipif(shutil.which("ccache") is None, reason="needs ccache (scripts/setup.sh)"),
 ]

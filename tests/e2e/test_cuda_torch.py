@@ -127,6 +127,9 @@ def test_build_local_against_the_cuda_torch(cuda_torch: CudaTorch, tmp_path: Pat
     check_variant(cuda_torch, project / "build")
 
 
+# About 80 s, over CI's budget: CUDA through a flake is in CI with the hermetic
+# toolchain (test_hermetic.py).
+@pytest.mark.heavy
 def test_nix_build_with_the_host_toolchain(cuda_torch: CudaTorch, tmp_path: Path) -> None:
     url = clone_worktree(tmp_path / "kernelnix")
     env = {**nix_environment(tmp_path / "registry.json", url), **cuda_torch.env}

@@ -32,8 +32,10 @@ from paths import EXAMPLES, ROOT
 from kernelnix.host.record import HOST_FILE
 from kernelnix.host.system import current_system
 
+# About 3 minutes with sshd and a second store: `pytest --heavy`.
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.heavy,
     pytest.mark.skipif(shutil.which("nix") is None, reason="needs Nix"),
 ]
 

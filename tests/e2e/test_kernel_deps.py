@@ -145,14 +145,21 @@ def test_a_two_level_tree_locks_and_the_loader_loads_it_with_the_lock(
     assert done.stdout.strip() == "[0.0, 6.0]"
 
 
-# The README's way (the hermetic default, in the sandbox) and the host toolchain's.
+# The README's way (the hermetic default, in the sandbox) and the host toolchain's
+# (about 100 s more: `pytest --heavy`).
 TOOLCHAINS = {
     "hermetic": ("--option", "sandbox", "true", "--option", "sandbox-fallback", "false"),
     "host": (),
 }
 
 
-@pytest.mark.parametrize("toolchain", sorted(TOOLCHAINS))
+@pytest.mark.parametrize(
+    "toolchain",
+    [
+        "hermetic",
+        pytest.param("host", marks=pytest.mark.heavy),
+    ],
+)
 def test_the_flake_builds_it_and_ci_test_passes(
     served: Served, locked: Path, toolchain: str
 ) -> None:

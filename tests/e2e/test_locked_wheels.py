@@ -194,6 +194,9 @@ def test_the_cuda_variant_loads_in_its_own_torch(bundle: Bundle, tmp_path: Path)
     assert "libcudart.so.13" in needed and "libc10_cuda.so" in needed
 
 
+# The CUDA variant compiled a second time (about 190 s on two cores, over CI's
+# budget): build --local from locked wheels is in CI through test_kernel_deps.py.
+@pytest.mark.heavy
 def test_build_local_builds_from_the_same_wheels(
     bundle: Bundle, wheel_cache: Path, tmp_path: Path
 ) -> None:

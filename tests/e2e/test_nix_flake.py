@@ -53,7 +53,10 @@ def kernelnix_flake(tmp_path_factory: pytest.TempPathFactory) -> Flake:
     return Flake(url, env)
 
 
-@pytest.fixture(scope="session", params=["relu", "multi-kernel"])
+# multi-kernel's bundle is about 2 minutes more: `pytest --heavy`.
+@pytest.fixture(
+    scope="session", params=["relu", pytest.param("multi-kernel", marks=pytest.mark.heavy)]
+)
 def built(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, kernelnix_flake: Flake
 ) -> Built:
