@@ -237,11 +237,12 @@ def store_kernel_deps(deps: Iterable[PlanKernelDep]) -> None:
     if shutil.which("nix-store") is None:
         return
     for dep in deps:
-        if not _missing_from_store(dep):
+        missing = _missing_from_store(dep)
+        if not missing:
             continue
         folder = fetch_kernel_deps([dep])[dep.repo_id]
         with tempfile.TemporaryDirectory(prefix="kernelnix-kernel-dep-") as tmp:
-            for file in dep.files:
+            for file in missing:
                 named = Path(tmp) / _fetched_name(file)
                 shutil.copyfile(folder / file.path, named)
                 nix_store("--add-fixed", "sha256", str(named))
