@@ -13,7 +13,10 @@ entry of the build and of the import check, and holds nvcc for CUDA.
 
 Both kernelnix (`kernelnix build --local`) and the host toolchain's Nix
 derivations run this file, so it uses the standard library only; Nix runs it as
-a script: `python3 wheel_tree.py unpack WHEEL DIR` or `merge DIR UNPACKED...`.
+a script: `python3 wheel_tree.py unpack WHEEL DIR [WHEEL DIR ...]` or
+`merge DIR UNPACKED...`. Several wheels go to one process: a Python without
+compiled standard library (Debian's, before its install step) spends most of a
+short run compiling what it imports.
 """
 
 from __future__ import annotations
@@ -208,8 +211,9 @@ def find_nvcc(environment: Path) -> Path | None:
 
 def main(argv: Sequence[str]) -> int:
     try:
-        if len(argv) == 3 and argv[0] == "unpack":
-            unpack(Path(argv[1]), Path(argv[2]))
+        if len(argv) >= 3 and len(argv) % 2 == 1 and argv[0] == "unpack":
+            for wheel, dest in zip(argv[1::2], argv[2::2], strict=True):
+                unpack(Path(wheel), Path(dest))
         elif len(argv) >= 2 and argv[0] == "merge":
             merge(Path(argv[1]), [Path(a) for a in argv[2:]])
         elif len(argv) == 2 and argv[0] == "nvcc":
@@ -217,7 +221,8 @@ def main(argv: Sequence[str]) -> int:
             print(nvcc or "")
         else:
             print(
-                "usage: wheel_tree.py unpack WHEEL DIR | merge DIR UNPACKED... | nvcc DIR",
+                "usage: wheel_tree.py unpack WHEEL DIR [WHEEL DIR ...] | merge DIR UNPACKED... "
+                "| nvcc DIR",
                 file=sys.stderr,
             )
             return 2

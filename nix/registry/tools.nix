@@ -28,6 +28,8 @@ let
       mkdir -p "$TMPDIR/bin"
       for applet in $("$busybox" --list); do ln -s "$busybox" "$TMPDIR/bin/$applet"; done
       export PATH="$TMPDIR/bin"
+      # Nix's `cores` (0: every core) as a number of parallel jobs.
+      jobs=''${NIX_BUILD_CORES:-1}; [ "$jobs" -gt 0 ] || jobs=$(nproc)
       ${script}
     '' ];
     PYTHONDONTWRITEBYTECODE = "1";
@@ -51,7 +53,9 @@ let
   # the tree, every program in `programs` onto the tree's loader and the folders
   # of `libraries` (its own first).
   debTree = name: debs: extra: run name ''
-    for deb in $debs; do dpkg-deb -x "$deb" "$out"; done
+    # Each .deb decompressed on its own core: no two of them ship the same file.
+    mkdir -p "$out"
+    printf '%s\n' $debs | xargs -P "$jobs" -I{} dpkg-deb -x {} "$out"
     if [ -d "$out/lib" ]; then cp -a "$out/lib/." "$out/usr/lib/"; rm -rf "$out/lib"; fi
     ln -s usr/lib "$out/lib"
     find "$out" -type l | while read -r link; do
@@ -117,8 +121,10 @@ let
     test "$(grep -c '"/bin/sh"' subprocess-posix.cc)" = 2
     sed -i "s|\"/bin/sh\"|\"$shell\"|g" subprocess-posix.cc
     sources=$(ls *.cc | grep -v -E '_test\.cc$|_perftest\.cc$|^test\.cc$|^browse\.cc$|win32|^hash_collision_bench\.cc$|\.in\.cc$')
+    # One g++ a core (xargs fails when one of them does), linked in the sources' order.
+    printf '%s\n' $sources | xargs -P "$jobs" -I{} "$gcc/bin/g++" -O2 -std=c++17 -DNDEBUG -w -c {} -o {}.o
     mkdir -p "$out/bin"
-    "$gcc/bin/g++" -O2 -std=c++17 -DNDEBUG -w -o "$out/bin/ninja" $sources
+    "$gcc/bin/g++" -o "$out/bin/ninja" $(for source in $sources; do echo "$source.o"; done)
     "$patchelf/bin/patchelf" --set-interpreter "${loader}" --force-rpath --set-rpath "${libraries}" "$out/bin/ninja"
     "$out/bin/ninja" --version
   '' { src = wheelFile locked.tools.ninja-source; inherit gcc patchelf shell; };
@@ -140,10 +146,9 @@ let
     done
     "$patchelf/bin/patchelf" --force-rpath --set-rpath "$out/usr/lib/${triplet}:${libraries}" "$out/usr/bin/python3.11"
     site="$out/usr/lib/python3/dist-packages"
-    rm -rf "$site"; i=0
-    for wheel in $wheels; do
-      i=$((i + 1)); "$out/usr/bin/python3.11" "$scripts/wheel_tree.py" unpack "$wheel" "$out/wheels/$i"
-    done
+    rm -rf "$site"; i=0; pairs=""
+    for wheel in $wheels; do i=$((i + 1)); pairs="$pairs $wheel $out/wheels/$i"; done
+    "$out/usr/bin/python3.11" "$scripts/wheel_tree.py" unpack $pairs
     "$out/usr/bin/python3.11" "$scripts/wheel_tree.py" merge "$site" "$out"/wheels/*
     "$out/usr/bin/python3.11" -c 'import ssl, sqlite3, pydantic, jinja2, click, huggingface_hub, kernels'
   '' { base = python; wheels = map wheelFile locked.python; inherit scripts patchelf; };
@@ -154,7 +159,12 @@ let
       throw "kernelnix: kernelnix/data/wheel-lock.json locks no ziglang wheel for ${system}'s glibc target; run `kernelnix lock-wheels`"
     else
       run "glibc-${glibc.glibc}-sysroot-${system}" ''
-        unzip -q "$zig" 'ziglang/*' -d "$TMPDIR/zig"
+        # zig and what it reads to make glibc's stubs, without the other systems'
+        # headers and libcs (two thirds of the wheel's files).
+        unzip -q "$zig" 'ziglang/zig' 'ziglang/lib/std/*' 'ziglang/lib/c/*' 'ziglang/lib/c.zig' \
+          'ziglang/lib/compiler_rt*' 'ziglang/lib/ubsan_rt.zig' 'ziglang/lib/zig.h' \
+          'ziglang/lib/include/*' 'ziglang/lib/libc/glibc/*' 'ziglang/lib/libc/include/generic-glibc/*' \
+          'ziglang/lib/libc/include/*-linux-gnu/*' 'ziglang/lib/libc/include/*-linux-any/*' -d "$TMPDIR/zig"
         chmod +x "$TMPDIR/zig/ziglang/zig"
         export PATH="$gcc/bin:$PATH" HOME="$TMPDIR"
         "$python/usr/bin/python3.11" "$scripts/glibc_target.py" assemble "$TMPDIR/zig" "$out" "${glibc.glibc}" "${arch}"

@@ -120,6 +120,28 @@ def test_the_script_runs_without_kernelnix(toolkit: list[Path], tmp_path: Path) 
     assert again.returncode == 1 and "exists already" in again.stderr
 
 
+def test_the_script_unpacks_several_wheels_in_one_run(tmp_path: Path) -> None:
+    """`unpack WHEEL DIR WHEEL DIR`: each wheel into its own directory (the hermetic
+    toolchain's Python unpacks its dozens of wheels so); an unpaired argument is a
+    usage error that unpacks nothing."""
+    script = Path(wheel_tree.__file__)
+    one = make_wheel(tmp_path / "one.whl", {"one/__init__.py": (b"A = 1\n", 0o644)})
+    two = make_wheel(tmp_path / "two.whl", {"two/run": (b"#!/bin/sh\n", 0o755)})
+    done = subprocess.run(
+        [sys.executable, "-I", script, "unpack", one, tmp_path / "1", two, tmp_path / "2"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "1" / "one" / "__init__.py").read_text() == "A = 1\n"
+    assert os.access(tmp_path / "2" / "two" / "run", os.X_OK)
+    unpaired = subprocess.run(
+        [sys.executable, "-I", script, "unpack", one, tmp_path / "3", two],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert unpaired.returncode == 2 and "usage: wheel_tree.py unpack" in unpaired.stderr
+    assert not (tmp_path / "3").exists()
+
+
 def test_a_pth_file_of_a_wheel_runs_when_the_environment_is_on_pythonpath(
     tmp_path: Path,
 ) -> None:
