@@ -363,7 +363,7 @@ def test_flake_template_builds_after_init(tmp_path: Path) -> None:
     git(project, "init", "-q")
     nix(project, env, "flake", "init", "-t", f"{url}#default")
     git(project, "add", "-A")
-    nix(project, env, "build", "--option", "sandbox", "true", "--cores", "1")
+    nix(project, env, "build", "--option", "sandbox", "true")
     variants = [p.name for p in (project / "result").iterdir()]
     assert variants == [f"torch213-cxx11-cpu-{SYSTEM}"]
     done = nix(project, env, "run", ".#ci-test", check=False)
