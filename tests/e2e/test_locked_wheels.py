@@ -261,7 +261,7 @@ def test_the_whole_bundle_and_the_variants_outside_it(tmp_path: Path) -> None:
             assert report["cuda"] is True, (variant, report)
 
 
-# Heavy: it makes a Torch environment a variant (about 80 s); the script is for a lent GPU.
+# Heavy: it makes one Torch environment per variant (about 80 s); the script is for a lent GPU.
 @pytest.mark.heavy
 def test_gpu_check_runs_the_ops_it_can_here(bundle: Bundle, wheel_cache: Path) -> None:
     """scripts/gpu-check.sh's CPU half: the CPU variant's ops run against Torch in its
