@@ -107,6 +107,7 @@ class BinarySettings:
     cpu: str | None
     os_name: str | None
     redistributable: bool
+    kind: str | None = None  # the variant's (arch, stable-abi, tvm-ffi...), from its name
 
 
 BinaryRule = Callable[[Binary, BinarySettings], Iterable[Violation]]
@@ -399,7 +400,7 @@ def needed_libraries(binary: Binary, settings: BinarySettings) -> Iterable[Viola
     policy = settings.policy
     if policy is None:
         return
-    runtime = runtime_library_matcher(settings.backend)
+    runtime = runtime_library_matcher(settings.backend, settings.kind)
     for library in binary.needed:
         if library in policy.forbidden_libraries:
             yield Violation(
@@ -417,7 +418,7 @@ def needed_libraries(binary: Binary, settings: BinarySettings) -> Iterable[Viola
                 subject=library,
                 found="dynamic dependency that users' machines do not provide",
                 limit=f"policy {policy.name}'s system libraries, "
-                f"{runtime_library_kinds(settings.backend)}",
+                f"{runtime_library_kinds(settings.backend, settings.kind)}",
                 fix="link it statically or drop it; a kernel may only depend on the system, "
                 "Torch and the backend runtime that Torch brings",
             )

@@ -1,7 +1,8 @@
 """The variant directory is one flat Python package, as the loader and the Hub expect.
 
 `metadata.json`, `__init__.py`, `_ops.py`, further .py/.pyi/data files and, for
-arch variants, exactly one extension library `<id>.abi3.so`; no bytecode, no
+arch variants, exactly one extension library `<id>.abi3.so` (`<id>.so` for
+tvm-ffi variants); no bytecode, no
 links, no build leftovers.
 """
 
@@ -14,6 +15,7 @@ from fnmatch import fnmatchcase
 from kernelnix.checks.binaries import is_binary_name
 from kernelnix.checks.context import VariantContext
 from kernelnix.checks.report import Violation
+from kernelnix.variants.names import library_suffix
 
 REQUIRED_FILES = {
     "metadata.json": "the variant's metadata (the loader refuses a variant without it)",
@@ -51,7 +53,8 @@ def required_files(ctx: VariantContext) -> Iterable[Violation]:
 
 
 def extension_library(ctx: VariantContext) -> Iterable[Violation]:
-    """Arch variants: exactly one `<id>.abi3.so` at the top; noarch variants: none."""
+    """Compiled variants: exactly one `<id>.abi3.so` (tvm-ffi: `<id>.so`) at the top;
+    noarch variants: none."""
     libraries = [f for f in ctx.listing.files if is_binary_name(f)]
     if ctx.name is None:
         return
@@ -74,7 +77,7 @@ def extension_library(ctx: VariantContext) -> Iterable[Violation]:
             subject=expected,
             found="missing",
             limit="exactly one extension library named after metadata.json's id",
-            fix="install the library the build produced under this name (abi3 suffix)",
+            fix="install the library the build produced under this name",
         )
     for library in libraries:
         if library != expected:
@@ -90,10 +93,9 @@ def extension_library(ctx: VariantContext) -> Iterable[Violation]:
 
 
 def _expected_library(ctx: VariantContext) -> str | None:
-    if ctx.kernel_id is None:
+    if ctx.kernel_id is None or ctx.name is None:
         return None
-    suffix = ".pyd" if ctx.os_name == "windows" else ".abi3.so"
-    return ctx.kernel_id + suffix
+    return ctx.kernel_id + library_suffix(ctx.name.kind, ctx.os_name)
 
 
 def no_bytecode(ctx: VariantContext) -> Iterable[Violation]:

@@ -89,6 +89,8 @@ def _allowed_modules(ctx: VariantContext, guaranteed: frozenset[str]) -> frozens
     # A kernel with kernel-depends reaches them through the loader's get_kernel_dep:
     # whatever loads it is that loader (metadata's kernels-minver says which release).
     loader = {"kernels"} if (ctx.metadata or {}).get("kernel-depends") else set()
+    # The loader loads a tvm-ffi variant only where tvm_ffi imports, of its version.
+    framework = {"tvm_ffi"} if ctx.name is not None and ctx.name.kind == "tvm-ffi" else set()
     return frozenset(
         {
             *sys.stdlib_module_names,
@@ -96,6 +98,7 @@ def _allowed_modules(ctx: VariantContext, guaranteed: frozenset[str]) -> frozens
             *depends,
             *ctx.options.python_depends,
             *loader,
+            *framework,
         }
     )
 

@@ -51,6 +51,7 @@ def compiled_libraries(ctx: VariantContext) -> Iterable[Violation]:
         cpu=ctx.cpu,
         os_name=ctx.os_name,
         redistributable=ctx.options.redistributable,
+        kind=ctx.name.kind if ctx.name else None,
     )
     # The policy, so the settings, depend on a binary's format and CPU only.
     settings: dict[tuple[str, str], BinarySettings] = {}

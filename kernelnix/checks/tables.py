@@ -49,21 +49,23 @@ def _runtime_libraries() -> dict[str, Any]:
 
 
 @cache
-def runtime_library_matcher(backend: str | None) -> re.Pattern[str]:
-    """One compiled pattern for the loader, Torch's and the backend runtime's libraries."""
+def runtime_library_matcher(backend: str | None, kind: str | None = None) -> re.Pattern[str]:
+    """One compiled pattern for the loader, the framework's (Torch's, or TVM FFI's
+    for a `tvm-ffi` variant `kind`) and the backend runtime's libraries."""
     data = _runtime_libraries()
-    patterns = [*data["loader"], *data["torch"]]
+    patterns = [*data["loader"], *data["frameworks"].get(kind, data["torch"])]
     if backend is not None:
         patterns += data["backends"].get(backend, [])
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
 
 
-def runtime_library_kinds(backend: str | None) -> str:
+def runtime_library_kinds(backend: str | None, kind: str | None = None) -> str:
     """How the allowed runtime libraries are described in messages."""
     data = _runtime_libraries()
+    framework = "TVM FFI's library" if kind in data["frameworks"] else "Torch's libraries"
     if backend and data["backends"].get(backend):
-        return f"Torch's libraries and the {backend} runtime's"
-    return "Torch's libraries"
+        return f"{framework} and the {backend} runtime's"
+    return framework
 
 
 @cache

@@ -410,7 +410,7 @@ def _compiled(
             (lambda output: undeclared_newer_functions(output, glibc, kernel)) if glibc else None,
         )
         if glibc:
-            unbound = unbound_newer_functions(build / f"{variant.ops_id}.abi3.so", build, glibc)
+            unbound = unbound_newer_functions(build / variant.library, build, glibc)
             if unbound:
                 raise UserError(unbound)
         yield build
@@ -421,7 +421,7 @@ def _install(build: Path, target: Path, variant: PlanVariant, strip: bool) -> No
     run_command(
         ["cmake", "--install", str(build), "--prefix", str(target), *(["--strip"] if strip else [])]
     )
-    _check_archs(target / f"{variant.ops_id}.abi3.so", variant)
+    _check_archs(target / variant.library, variant)
 
 
 def _stage_noarch(plan: Plan, source_dir: Path, target: Path, metadata: str) -> None:

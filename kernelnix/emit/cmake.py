@@ -4,13 +4,16 @@
 -> text): `CMakeLists.txt` with the variant's data, read from the plan alone
 (its flags are resolved there, see kernelnix.plan.flags), the static helpers
 `kernelnix.cmake` and `probe_torch.py`, and the generated `include/registration.h`
-(also as `torch-ext/registration.h`, where kernel-builder puts it) and `_ops.py`.
+(also as `torch-ext/registration.h`, where kernel-builder puts it) and `_ops.py`;
+a tvm-ffi variant's project finds the tvm_ffi CMake package of the build Python's
+apache-tvm-ffi instead of Torch, and has no registration.h.
 The project compiles the framework's binding sources and each kernel of the
 variant as its own object library (a kernel's flags reach only its own sources;
 a source several kernels list compiles once, in the first, with the flags of
-each in turn), links them into `<ops-id>.abi3.so` and installs the variant
-directory. Every build.toml value is checked by `kernelnix.emit.escape` first,
-so an unsafe one is reported with its key path, never rendered.
+each in turn), links them into `<ops-id>.abi3.so` (`<ops-id>.so` for tvm-ffi)
+and installs the variant directory. Every build.toml value is checked by
+`kernelnix.emit.escape` first, so an unsafe one is reported with its key path,
+never rendered.
 """
 
 from __future__ import annotations
@@ -222,8 +225,12 @@ def python_identifier(value: str) -> str:
     return value
 
 
-def ops_py(ops_id: str) -> str:
-    return render("torch/_ops.py.j2", {"ops_id": python_identifier(ops_id)})
+def ops_py(variant: PlanVariant) -> str:
+    """`_ops.py` of a compiled variant: its library loaded, as `ops`."""
+    ops_id = python_identifier(variant.ops_id)
+    if variant.kind == "tvm-ffi":  # rendered in quotes: an identifier and a fixed suffix
+        return render("tvm_ffi/_ops.py.j2", {"ops_id": ops_id, "library": variant.library})
+    return render("torch/_ops.py.j2", {"ops_id": ops_id})
 
 
 def noarch_ops_py(python_name: str, unique_id: str) -> str:
@@ -239,7 +246,7 @@ def noarch_ops_py(python_name: str, unique_id: str) -> str:
 def cmake_project(plan: Plan, system: str, name: str) -> dict[str, str]:
     """The files of variant `name`'s CMake project (relative path -> text)."""
     variant = plan.variant(system, name)
-    if variant.kind not in ("arch", "stable-abi"):
+    if variant.kind == "noarch":
         raise UserError.single(
             f"variant {name} is {variant.kind}: it has no CMake project",
             fix="noarch variants are copied, not compiled (kernelnix.compile)",
@@ -256,16 +263,24 @@ def cmake_project(plan: Plan, system: str, name: str) -> dict[str, str]:
         "torch": variant.torch,
         "stable_abi": stable_abi,
         "stable_abi_hex": stable_abi_hex(stable_abi) if stable_abi else None,
+        "tvm_ffi": variant.tvm_ffi,
+        "library_suffix": variant.library.removeprefix(variant.ops_id),
         "macos_deployment_target": variant.macos_deployment_target,
         "languages": _languages(components),
         "components": components,
         "package_dir": plan.package_dir,
         "pyext": plan.pyext,
     }
-    registration = render("torch/registration.h.j2", {})
-    return {
+    files = {
         "CMakeLists.txt": render("cmake/CMakeLists.txt.j2", context),
         "kernelnix.cmake": render("cmake/kernelnix.cmake", {}),
+        "_ops.py": ops_py(variant),
+    }
+    if variant.kind == "tvm-ffi":
+        return files
+    registration = render("torch/registration.h.j2", {})
+    return {
+        **files,
         "probe_torch.py": PROBE_SCRIPT.read_text(),
         "include/registration.h": registration,
         # kernel-builder writes registration.h into the kernel's torch-ext/, and a
@@ -273,7 +288,6 @@ def cmake_project(plan: Plan, system: str, name: str) -> dict[str, str]:
         # (flash-attn3's flash-attn/flash_api_stable.cpp): through include/, the
         # include path, that name finds this copy.
         "torch-ext/registration.h": registration,
-        "_ops.py": ops_py(variant.ops_id),
     }
 
 

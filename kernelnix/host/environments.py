@@ -137,11 +137,15 @@ def locked_environment(
 ) -> LockedEnvironment | None:
     """The locked environment of a compiled variant, or of a noarch one of a backend
     that loads in a locked Torch (the lock's `noarch` choice: a CUDA noarch
-    variant's import check and tests run in a CUDA Torch); None otherwise."""
-    if variant.kind == "tvm-ffi":
-        return None
+    variant's import check and tests run in a CUDA Torch), or of a tvm-ffi
+    variant (the python-depends `tvm-ffi`: apache-tvm-ffi, no Torch); None otherwise."""
     lock = host_lock() if lock is None else lock
     tag = tag or python_tag()
+    if variant.kind == "tvm-ffi":
+        entry = lock.get(PYTHON_DEPENDS_KEY, {}).get(variant.system, {}).get(tag, {})
+        if "wheels" not in entry.get(TVM_FFI_DEPENDS, {}):
+            return None
+        return locked_python_depends([TVM_FFI_DEPENDS], variant.system, tag, lock)[0]
     if variant.kind == "noarch":
         noarch = lock.get("noarch", {}).get(variant.system, {}).get(tag, {})
         key = noarch.get(variant.backend)
@@ -162,6 +166,8 @@ def locked_environment(
 
 
 PYTHON_DEPENDS_KEY = "python-depends"
+# The python-depends name of apache-tvm-ffi: a tvm-ffi variant's framework.
+TVM_FFI_DEPENDS = "tvm-ffi"
 
 
 def locked_python_depends(
@@ -226,6 +232,11 @@ def not_locked_reason(
     lock = host_lock() if lock is None else lock
     tag = tag or python_tag()
     system = variant.system
+    if variant.kind == "tvm-ffi":
+        return (
+            f"the wheel lock holds no python-depends {TVM_FFI_DEPENDS!r} (apache-tvm-ffi) "
+            f"for {tag} on {system}"
+        )
     recorded = lock.get("missing", {}).get(system, {}).get(tag, {}).get(build_set_key(variant))
     if recorded:
         return str(recorded)

@@ -6,6 +6,7 @@ user can act on, or None when the variant can be built here.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import shutil
@@ -124,6 +125,11 @@ def _backend_reason(variant: PlanVariant, torch: HostTorch) -> str | None:
             f"needs a Torch built for {backend} {wanted.major_minor()}; "
             f"the installed one is built for {backend} {have}"
         )
+    return _compiler_reason(backend, wanted)
+
+
+def _compiler_reason(backend: str, wanted: Version) -> str | None:
+    """Why the backend's compiler on PATH does not fit `wanted`, or None."""
     compiler = compiler_version(backend)
     if compiler is None:
         return f"needs {COMPILERS[backend]} ({backend} {wanted.major_minor()}) on PATH"
@@ -133,6 +139,46 @@ def _backend_reason(variant: PlanVariant, torch: HostTorch) -> str | None:
             f"needs {backend} {wanted.major_minor()}; {path} is {version or 'of unknown version'}"
         )
     return None
+
+
+# The backends kernelnix compiles tvm-ffi kernels for: ROCm, XPU and Metal
+# kernels would need their toolkits without a Torch to bring them (not done yet).
+TVM_FFI_BACKENDS = ("cpu", "cuda")
+
+
+def host_tvm_ffi() -> Version | None:
+    """The apache-tvm-ffi release the build's Python imports, or None."""
+    try:
+        return release(importlib.metadata.version("apache-tvm-ffi"))
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _tvm_ffi_reason(variant: PlanVariant, locked_wheels: bool) -> str | None:
+    """Why a tvm-ffi variant cannot be built here: its backend, its compiler, or no
+    apache-tvm-ffi of its version (the locked wheel, else the build Python's)."""
+    backend = variant.backend
+    if backend not in TVM_FFI_BACKENDS:
+        return (
+            f"kernelnix builds tvm-ffi kernels for {' and '.join(TVM_FFI_BACKENDS)} only, "
+            f"not {backend} yet"
+        )
+    if backend == "cuda":
+        reason = _compiler_reason(backend, Version.parse(variant.backend_version or "0"))
+        if reason:
+            return reason
+    if locked_wheels and locked_environment(variant) is not None:
+        return None
+    wanted, have = Version.parse(variant.tvm_ffi or "0"), host_tvm_ffi()
+    if have is None:
+        reason = f"{sys.executable} has no apache-tvm-ffi"
+    elif not _same_minor(have, wanted):
+        reason = f"needs apache-tvm-ffi {wanted.major_minor()}; {have} is installed"
+    else:
+        return None
+    if locked_wheels:
+        return f"{reason}, and {not_locked_reason(variant)}"
+    return reason
 
 
 def why_not_buildable(variant: PlanVariant, *, locked_wheels: bool = True) -> str | None:
@@ -148,7 +194,7 @@ def why_not_buildable(variant: PlanVariant, *, locked_wheels: bool = True) -> st
     if variant.kind == "noarch":
         return None
     if variant.kind == "tvm-ffi":
-        return "kernelnix does not build tvm-ffi kernels yet"
+        return _tvm_ffi_reason(variant, locked_wheels)
     if locked_wheels and locked_environment(variant) is not None:
         return None
     torch = host_torch()

@@ -27,6 +27,7 @@ from kernelnix.config.base import FileModel
 from kernelnix.core.diagnostics import Diagnostic, UserError, format_key_path
 from kernelnix.plan.ids import ops_id
 from kernelnix.plan.metadata import KernelGit, Metadata, unknown_provenance
+from kernelnix.variants.names import library_suffix
 
 
 def schema_version(document: str) -> int:
@@ -210,6 +211,11 @@ class PlanVariant(PlanModel):
     def ops_id(self) -> str:
         """The op namespace, module name and library stem: metadata.json's `id`."""
         return self.metadata.id
+
+    @property
+    def library(self) -> str:
+        """The compiled library's file name: the ops id and the kind's suffix."""
+        return self.ops_id + library_suffix(self.kind, self.system.partition("-")[2])
 
     @property
     def archs(self) -> list[str] | None:

@@ -37,6 +37,15 @@ def compute_token(backend: str, version: Version | None) -> str:
     return backend
 
 
+def library_suffix(kind: str, os_name: str | None) -> str:
+    """The suffix of a compiled variant's library, `<ops id><suffix>`: a Python
+    limited-API extension module for Torch variants (`from . import` loads it), a
+    plain shared library for tvm-ffi ones (`tvm_ffi.load_module` loads it)."""
+    if kind == "tvm-ffi":
+        return {"windows": ".dll", "darwin": ".dylib"}.get(os_name or "", ".so")
+    return ".pyd" if os_name == "windows" else ".abi3.so"
+
+
 @dataclass(frozen=True)
 class VariantName:
     """The parts a variant name encodes."""

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fresh_python import run_python
-from handmade import plan_here, relu_with_shared_sources
+from handmade import committed_copy, plan_here, relu_with_shared_sources
 from paths import EXAMPLE_COPY_IGNORE, EXAMPLES
 
 from kernelnix.cli import main
@@ -38,17 +38,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed"),
 ]
-
-
-def committed_copy(example: str, root: Path) -> Path:
-    """A copy of an example in its own git repository (a stable unique id)."""
-    copy = root / example
-    shutil.copytree(EXAMPLES / example, copy, ignore=shutil.ignore_patterns("build", "__pycache__"))
-    git = ["git", "-C", str(copy), "-c", "user.name=kernelnix", "-c", "user.email=k@example.com"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "example"], check=True)
-    return copy
 
 
 def script(*parts: str) -> str:

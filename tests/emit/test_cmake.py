@@ -113,6 +113,7 @@ def test_stable_abi_target_version() -> None:
         ("multi-kernel", "torch213-cxx11-cpu-x86_64-linux", "multi-kernel-cpu"),
         ("cute-scale", "torch214-cxx11-cu130-x86_64-linux", "cute-scale-cu130"),
         ("fused-scale", "torch214-cxx11-cu130-x86_64-linux", "fused-scale-cu130"),
+        ("relu-tvm-ffi", "tvm-ffi01-cpu-x86_64-linux", "relu-tvm-ffi-cpu"),
     ],
 )
 def test_cmake_project_golden(example: str, variant: str, golden_name: str, golden: Any) -> None:
@@ -193,6 +194,17 @@ def test_the_generated_ops_module_loads_the_library_relatively() -> None:
     ops = cmake_project(plan_of("relu"), SYSTEM, "torch213-cxx11-cpu-x86_64-linux")["_ops.py"]
     assert f"from . import _relu_cpu_{UNIQUE}" in ops
     assert f"ops = torch.ops._relu_cpu_{UNIQUE}" in ops
+
+
+def test_a_tvm_ffi_project_uses_tvm_ffi_not_torch() -> None:
+    files = cmake_project(plan_of("relu-tvm-ffi"), SYSTEM, "tvm-ffi01-cpu-x86_64-linux")
+    assert sorted(files) == ["CMakeLists.txt", "_ops.py", "kernelnix.cmake"]
+    cmake = files["CMakeLists.txt"]
+    assert "kernelnix_tvm_ffi_target([[cpu]] [[0.1]])" in cmake
+    assert "probe_torch" not in cmake
+    assert "SUFFIX [[.so]]" in cmake
+    library = f'Path(__file__).parent / "_relu_tvm_ffi_cpu_{UNIQUE}.so"'
+    assert f"tvm_ffi.load_module({library})" in files["_ops.py"]
 
 
 def test_noarch_ops_module_picks_the_namespace_at_import() -> None:

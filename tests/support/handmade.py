@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,17 @@ def make_variant(
         (directory / relative).parent.mkdir(parents=True, exist_ok=True)
         (directory / relative).write_bytes(content)
     return directory
+
+
+def committed_copy(example: str, root: Path) -> Path:
+    """A copy of an example in its own git repository (a stable unique id)."""
+    copy = root / example
+    shutil.copytree(EXAMPLES / example, copy, ignore=shutil.ignore_patterns("build", "__pycache__"))
+    git = ["git", "-C", str(copy), "-c", "user.name=kernelnix", "-c", "user.email=k@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "example"], check=True)
+    return copy
 
 
 def plan_here(directory: Path) -> Plan:

@@ -1,5 +1,5 @@
 // relu for contiguous float32 tensors on the CPU: out[i] = max(input[i], 0),
-// NaN kept (as torch.relu keeps it).
+// NaN kept and -0.0 made 0.0 (as torch.relu does).
 #include <tvm/ffi/tvm_ffi.h>
 
 #include <cstdint>
@@ -25,6 +25,6 @@ void relu_cpu(tvm::ffi::TensorView out, tvm::ffi::TensorView input) {
   float* target = static_cast<float*>(out.data_ptr());
   for (int64_t i = 0; i < input.numel(); ++i) {
     float value = source[i];
-    target[i] = value < 0.0f ? 0.0f : value;
+    target[i] = (value > 0.0f || value != value) ? value : 0.0f;
   }
 }

@@ -78,66 +78,114 @@ function(kernelnix_check_backend backend backend_version)
   endif()
 endfunction()
 
-# kernelnix_torch: the interface target every compiled source uses: Torch and
-# Python headers, the generated registration.h, the backend's defines.
-function(kernelnix_torch_target ops_id backend stable_abi_hex)
-  add_library(kernelnix_torch INTERFACE)
-  set(includes "${TORCH_DIR}/include")
-  if(NOT stable_abi_hex)
-    list(APPEND includes "${TORCH_DIR}/include/torch/csrc/api/include")
-  endif()
-  target_include_directories(kernelnix_torch SYSTEM INTERFACE
-    ${includes} "${TORCH_PYTHON_INCLUDE}")
-  target_include_directories(kernelnix_torch INTERFACE "${CMAKE_CURRENT_SOURCE_DIR}/include")
+# kernelnix_base: the interface target every compiled source uses: the
+# framework's headers (kernelnix_torch_target, kernelnix_tvm_ffi_target), the
+# generated include/, the kernel's csrc/, the backend's defines; then
+# kernelnix_base_link.
+function(kernelnix_base_target backend)
+  add_library(kernelnix_base INTERFACE)
+  target_include_directories(kernelnix_base INTERFACE "${CMAKE_CURRENT_SOURCE_DIR}/include")
   # The kernel's csrc/, on the include path of every source as in kernel-builder's
   # extension target: a binding includes its kernels' headers by bare name
   # (megablocks' "cumsum.h" is csrc/cumsum.h).
   if(IS_DIRECTORY "${KERNEL_SOURCE_DIR}/csrc")
-    target_include_directories(kernelnix_torch INTERFACE "${KERNEL_SOURCE_DIR}/csrc")
+    target_include_directories(kernelnix_base INTERFACE "${KERNEL_SOURCE_DIR}/csrc")
   endif()
   set(defines_cpu CPU_KERNEL)
   set(defines_cuda CUDA_KERNEL USE_CUDA=1)
   set(defines_rocm ROCM_KERNEL USE_ROCM=1)
   set(defines_metal METAL_KERNEL)
   set(defines_xpu XPU_KERNEL USE_XPU)
-  target_compile_definitions(kernelnix_torch INTERFACE
-    "TORCH_EXTENSION_NAME=${ops_id}" Py_LIMITED_API=0x03090000 ${defines_${backend}})
-  if(stable_abi_hex)
-    target_compile_definitions(kernelnix_torch INTERFACE
-      "TORCH_TARGET_VERSION=${stable_abi_hex}")
-  endif()
+  target_compile_definitions(kernelnix_base INTERFACE ${defines_${backend}})
   # C++20 as Torch 2.13 needs (an option: CMake 3.25 has no CUDA20 dialect).
-  target_compile_options(kernelnix_torch INTERFACE
+  target_compile_options(kernelnix_base INTERFACE
     "$<$<COMPILE_LANGUAGE:CXX,CUDA,HIP,OBJCXX>:-std=c++20>")
   # gcc only: unique symbols would keep the library from being unloaded and
   # tie the copies of two kernels together.
-  target_compile_options(kernelnix_torch INTERFACE
+  target_compile_options(kernelnix_base INTERFACE
     "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-fno-gnu-unique>"
     "$<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<CXX_COMPILER_ID:GNU>>:-Xcompiler=-fno-gnu-unique>")
-  if(backend STREQUAL "cuda")
-    kernelnix_torch_nvcc_flags()
-  endif()
-  if(backend STREQUAL "cuda" AND TORCH_CUDA_WHEEL_INCLUDE)
-    # After the toolkit's own headers: the pip CUDA libraries' (cuBLAS, cuSPARSE...).
-    target_include_directories(kernelnix_torch SYSTEM AFTER INTERFACE ${TORCH_CUDA_WHEEL_INCLUDE})
-  endif()
-  if(backend STREQUAL "rocm" AND DEFINED ENV{KERNELNIX_HIP_INCLUDE})
-    # The hermetic toolchain's rocPRIM, hipCUB, rocThrust, rocWMMA (...)
-    # headers, which ATen's HIP headers include: a ROCm Torch wheel lacks them.
-    target_include_directories(kernelnix_torch SYSTEM INTERFACE $ENV{KERNELNIX_HIP_INCLUDE})
-  endif()
-  if(backend STREQUAL "cuda" AND NOT TORCH_CUDA)
-    # A CPU Torch lacks c10's generated CUDA config header (compile-only check).
-    target_compile_definitions(kernelnix_torch INTERFACE C10_CUDA_NO_CMAKE_CONFIGURE_FILE)
-  endif()
-  kernelnix_link_torch(${backend})
+endfunction()
+
+# The end of kernelnix_base, after the framework's libraries: the C++ runtime,
+# the glibc target, neutral paths (`site`: the folder of the framework's package).
+function(kernelnix_base_link site)
   if(KERNELNIX_PRIVATE_CXX_RUNTIME)
     kernelnix_private_cxx_runtime()
   endif()
   if(KERNELNIX_GLIBC_SYSROOT)
     kernelnix_glibc_target()
   endif()
-  kernelnix_neutral_paths()
+  kernelnix_neutral_paths("${site}")
+endfunction()
+
+# Torch's part of kernelnix_base: its and Python's headers, its libraries, the
+# extension's defines.
+function(kernelnix_torch_target ops_id backend stable_abi_hex)
+  get_filename_component(site "${TORCH_DIR}" DIRECTORY)
+  kernelnix_base_target(${backend})
+  set(includes "${TORCH_DIR}/include")
+  if(NOT stable_abi_hex)
+    list(APPEND includes "${TORCH_DIR}/include/torch/csrc/api/include")
+  endif()
+  target_include_directories(kernelnix_base SYSTEM INTERFACE
+    ${includes} "${TORCH_PYTHON_INCLUDE}")
+  target_compile_definitions(kernelnix_base INTERFACE
+    "TORCH_EXTENSION_NAME=${ops_id}" Py_LIMITED_API=0x03090000)
+  if(stable_abi_hex)
+    target_compile_definitions(kernelnix_base INTERFACE
+      "TORCH_TARGET_VERSION=${stable_abi_hex}")
+  endif()
+  if(backend STREQUAL "cuda")
+    kernelnix_torch_nvcc_flags()
+  endif()
+  if(backend STREQUAL "cuda" AND TORCH_CUDA_WHEEL_INCLUDE)
+    # After the toolkit's own headers: the pip CUDA libraries' (cuBLAS, cuSPARSE...).
+    target_include_directories(kernelnix_base SYSTEM AFTER INTERFACE ${TORCH_CUDA_WHEEL_INCLUDE})
+  endif()
+  if(backend STREQUAL "rocm" AND DEFINED ENV{KERNELNIX_HIP_INCLUDE})
+    # The hermetic toolchain's rocPRIM, hipCUB, rocThrust, rocWMMA (...)
+    # headers, which ATen's HIP headers include: a ROCm Torch wheel lacks them.
+    target_include_directories(kernelnix_base SYSTEM INTERFACE $ENV{KERNELNIX_HIP_INCLUDE})
+  endif()
+  if(backend STREQUAL "cuda" AND NOT TORCH_CUDA)
+    # A CPU Torch lacks c10's generated CUDA config header (compile-only check).
+    target_compile_definitions(kernelnix_base INTERFACE C10_CUDA_NO_CMAKE_CONFIGURE_FILE)
+  endif()
+  kernelnix_link_torch(${backend})
+  kernelnix_base_link("${site}")
+endfunction()
+
+# TVM FFI's part of kernelnix_base: the tvm_ffi CMake package of the build
+# Python's apache-tvm-ffi (its headers and libtvm_ffi.so, which the library needs
+# at run time and `import tvm_ffi` has loaded by then). Stops unless its
+# version's major.minor is the variant's.
+function(kernelnix_tvm_ffi_target backend tvm_ffi_version)
+  execute_process(
+    COMMAND "${Python_EXECUTABLE}" -c
+      "import importlib.metadata as m, tvm_ffi.libinfo as i; print(m.version('apache-tvm-ffi')); print(i.find_cmake_path())"
+    OUTPUT_VARIABLE probe
+    ERROR_VARIABLE probe_error
+    RESULT_VARIABLE probe_status
+    OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT probe_status EQUAL 0)
+    message(FATAL_ERROR "kernelnix: no apache-tvm-ffi for ${Python_EXECUTABLE}: ${probe_error}")
+  endif()
+  string(REPLACE "\n" ";" probe "${probe}")
+  list(GET probe 0 version)
+  list(GET probe 1 cmake_dir)
+  kernelnix_major_minor("${version}" found)
+  if(NOT found VERSION_EQUAL tvm_ffi_version)
+    message(FATAL_ERROR
+      "kernelnix: this variant is built for tvm-ffi ${tvm_ffi_version}, but "
+      "${Python_EXECUTABLE} has apache-tvm-ffi ${version}")
+  endif()
+  find_package(tvm_ffi CONFIG REQUIRED PATHS "${cmake_dir}" NO_DEFAULT_PATH)
+  # <site>/tvm_ffi/share/cmake/tvm_ffi
+  string(REGEX REPLACE "/tvm_ffi/share/cmake/tvm_ffi$" "" site "${cmake_dir}")
+  kernelnix_base_target(${backend})
+  target_link_libraries(kernelnix_base INTERFACE tvm_ffi::shared)
+  kernelnix_base_link("${site}")
 endfunction()
 
 # The glibc target of a publishable Linux build (the build step's --glibc-target,
@@ -148,19 +196,18 @@ endfunction()
 function(kernelnix_glibc_target)
   set(sysroot "--sysroot=${KERNELNIX_GLIBC_SYSROOT}")
   set(minor "-D__GLIBC_MINOR__=${KERNELNIX_GLIBC_MINOR}")
-  target_compile_options(kernelnix_torch INTERFACE
+  target_compile_options(kernelnix_base INTERFACE
     "$<$<COMPILE_LANGUAGE:C,CXX>:${sysroot};${minor}>"
     "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=${sysroot};${minor}>")
-  target_link_options(kernelnix_torch INTERFACE
+  target_link_options(kernelnix_base INTERFACE
     "${sysroot}" "-L${KERNELNIX_GLIBC_LIBRARIES}" -pthread)
-  target_link_libraries(kernelnix_torch INTERFACE "${KERNELNIX_GLIBC_LIBRARIES}/compat.o")
+  target_link_libraries(kernelnix_base INTERFACE "${KERNELNIX_GLIBC_LIBRARIES}/compat.o")
 endfunction()
 
 # Neutral paths in what the compilers write (__FILE__ in Torch's assertions): a
 # library naming the Nix store paths of its build would keep them alive, and the
 # whole Torch environment with them. The last matching map wins: general first.
-function(kernelnix_neutral_paths)
-  get_filename_component(site "${TORCH_DIR}" DIRECTORY)
+function(kernelnix_neutral_paths site)
   get_filename_component(work "${CMAKE_BINARY_DIR}" DIRECTORY)
   set(maps "${site}=/kernelnix/site")
   if(TORCH_PYTHON_INCLUDE)
@@ -180,10 +227,10 @@ function(kernelnix_neutral_paths)
   # of the kernel elsewhere would compile its CUDA sources again. nvcc's host
   # compiler wrapper maps it for those, and device code's line markers with the
   # -Xcompiler maps (kernelnix/compile/nvcc_host.py).
-  target_compile_options(kernelnix_torch INTERFACE
+  target_compile_options(kernelnix_base INTERFACE
     "$<$<COMPILE_LANGUAGE:C,CXX,OBJCXX,HIP>:-ffile-prefix-map=${work}=/kernelnix/work;${maps}>")
   list(TRANSFORM maps PREPEND "-Xcompiler=")
-  target_compile_options(kernelnix_torch INTERFACE "$<$<COMPILE_LANGUAGE:CUDA>:${maps}>")
+  target_compile_options(kernelnix_base INTERFACE "$<$<COMPILE_LANGUAGE:CUDA>:${maps}>")
 endfunction()
 
 # The nvcc flags kernel-builder's CUDA sources get besides their own
@@ -198,7 +245,7 @@ function(kernelnix_torch_nvcc_flags)
   # nvcc splits an -X option's value at commas: one --diag_suppress per item.
   list(TRANSFORM suppressed PREPEND "--diag_suppress=")
   list(JOIN suppressed "," suppressed)
-  target_compile_options(kernelnix_torch INTERFACE
+  target_compile_options(kernelnix_base INTERFACE
     "$<$<COMPILE_LANGUAGE:CUDA>:-DONNX_NAMESPACE=onnx_c2>"
     "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Xcudafe ${suppressed}>"
     "$<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>"
@@ -206,7 +253,7 @@ function(kernelnix_torch_nvcc_flags)
     "$<$<COMPILE_LANGUAGE:CUDA>:-DENABLE_FP8>")
   if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND CMAKE_CXX_COMPILER_VERSION VERSION_GREATER_EQUAL 18)
     # Torch's: C++20 mangling as Torch's own clang-built objects have it.
-    target_compile_options(kernelnix_torch INTERFACE
+    target_compile_options(kernelnix_base INTERFACE
       "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fclang-abi-compat=17>")
   endif()
 endfunction()
@@ -222,10 +269,10 @@ function(kernelnix_private_cxx_runtime)
   endif()
   # --gc-sections: of the static libstdc++, only what the kernel uses (relu's CPU
   # library: 1.44 MB without, 0.73 MB with).
-  target_link_options(kernelnix_torch INTERFACE
+  target_link_options(kernelnix_base INTERFACE
     -static-libstdc++ -Wl,--exclude-libs,ALL -Wl,--gc-sections)
   # A link item: after the objects, before the compiler's own -lgcc_s.
-  target_link_libraries(kernelnix_torch INTERFACE -l:libgcc.a)
+  target_link_libraries(kernelnix_base INTERFACE -l:libgcc.a)
 endfunction()
 
 # Torch's own libraries, linked directly (never libtorch_python: a kernel
@@ -247,7 +294,7 @@ function(kernelnix_link_torch backend)
     if(NOT KERNELNIX_LIB_${lib})
       message(FATAL_ERROR "kernelnix: ${TORCH_DIR}/lib has no ${lib} library")
     endif()
-    target_link_libraries(kernelnix_torch INTERFACE "${KERNELNIX_LIB_${lib}}")
+    target_link_libraries(kernelnix_base INTERFACE "${KERNELNIX_LIB_${lib}}")
   endforeach()
 endfunction()
 
@@ -262,7 +309,7 @@ endif()
 function(kernelnix_component target)
   list(TRANSFORM ARGN PREPEND "${KERNEL_SOURCE_DIR}/" OUTPUT_VARIABLE sources)
   add_library(${target} OBJECT ${sources})
-  target_link_libraries(${target} PRIVATE kernelnix_torch)
+  target_link_libraries(${target} PRIVATE kernelnix_base)
   # LINKER_LANGUAGE: a kernel of headers only (sage-attention's _qattn, whose headers
   # the other kernels include) compiles nothing, and CMake cannot tell its language.
   set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES OFF LINKER_LANGUAGE CXX)

@@ -1,0 +1,100 @@
+"""A tvm-ffi kernel built for real (`build --local`, against the locked
+apache-tvm-ffi wheel) and called through the `kernels` loader."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from handmade import committed_copy, plan_here
+
+from kernelnix.checks.binaries import BinarySettings, check_binary, load_binaries
+from kernelnix.checks.policy import load_policy
+from kernelnix.compile.local import build_planned
+from kernelnix.core.version import Version
+from kernelnix.host.environments import locked_environment, materialize
+
+VARIANT = "tvm-ffi01-cpu-x86_64-linux"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed"),
+    pytest.mark.skipif(sys.platform != "linux", reason="an x86_64-linux variant"),
+]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the variant directory, the locked apache-tvm-ffi environment it loads with)."""
+    copy = committed_copy("relu-tvm-ffi", tmp_path_factory.mktemp("tvm-ffi"))
+    plan = plan_here(copy)
+    result = build_planned(plan, copy, VARIANT, jobs=1)
+    locked = locked_environment(plan.variants["x86_64-linux"][VARIANT])
+    assert locked is not None
+    return result.built[0], materialize(locked, log=lambda line: None)
+
+
+def test_the_variant_is_laid_out_like_kernel_builders(built: tuple[Path, Path]) -> None:
+    variant, _ = built
+    files = sorted(p.name for p in variant.iterdir())
+    library = [f for f in files if f.endswith(".so")]
+    assert library and library[0].startswith("_relu_tvm_ffi_cpu_")
+    assert files == sorted(["__init__.py", "_ops.py", "metadata.json", library[0]])
+    assert "tvm_ffi.load_module" in (variant / "_ops.py").read_text()
+
+
+CALL = """
+import sys
+from pathlib import Path
+import numpy as np
+from kernels import get_local_kernel
+
+kernel = get_local_kernel(Path(sys.argv[1]))
+x = np.array([-2.0, -0.0, 0.5, 3.0, float("-inf"), float("nan")], dtype=np.float32)
+out = np.full_like(x, 42.0)
+assert kernel.relu(x, out) is out
+print(" ".join(map(str, out.tolist())))
+"""
+
+
+def test_relu_through_the_kernels_loader(built: tuple[Path, Path]) -> None:
+    variant, environment = built
+    done = subprocess.run(
+        [sys.executable, "-c", CALL, str(variant.parent)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(environment)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split() == ["0.0", "0.0", "0.5", "3.0", "0.0", "nan"]
+
+
+def _settings(kind: str | None) -> BinarySettings:
+    return BinarySettings(
+        policy=load_policy("kernel", "x86_64"),
+        python_abi=Version.parse("3.9"),
+        stable_abi=None,
+        macos_min=Version.parse("15.0"),
+        backend="cpu",
+        cpu="x86_64",
+        os_name="linux",
+        redistributable=True,
+        kind=kind,
+    )
+
+
+def test_libtvm_ffi_is_a_needed_library_of_tvm_ffi_variants_only(
+    built: tuple[Path, Path],
+) -> None:
+    variant, _ = built
+    binaries, problems = load_binaries(variant, next(variant.glob("*.so")).name)
+    assert not problems
+    library = binaries[0]
+    assert check_binary(library, _settings("tvm-ffi")) == []
+    subjects = {v.subject for v in check_binary(library, _settings("arch"))}
+    assert subjects == {"libtvm_ffi.so"}
