@@ -14,11 +14,14 @@ from handmade import committed_copy, plan_here
 
 from kernelnix.checks.binaries import BinarySettings, check_binary, load_binaries
 from kernelnix.checks.policy import load_policy
+from kernelnix.compile.gpu_archs import compiled_archs
 from kernelnix.compile.local import build_planned
 from kernelnix.core.version import Version
 from kernelnix.host.environments import locked_environment, materialize
+from kernelnix.host.machine import why_not_buildable
 
 VARIANT = "tvm-ffi01-cpu-x86_64-linux"
+CUDA_VARIANT = "tvm-ffi01-cu130-x86_64-linux"
 
 pytestmark = [
     pytest.mark.slow,
@@ -98,3 +101,19 @@ def test_libtvm_ffi_is_a_needed_library_of_tvm_ffi_variants_only(
     assert check_binary(library, _settings("tvm-ffi")) == []
     subjects = {v.subject for v in check_binary(library, _settings("arch"))}
     assert subjects == {"libtvm_ffi.so"}
+
+
+def test_the_cuda_variant_compiles_and_links_with_nvcc(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    copy = committed_copy("relu-tvm-ffi", tmp_path_factory.mktemp("tvm-ffi-cuda"))
+    plan = plan_here(copy)
+    reason = why_not_buildable(plan.variants["x86_64-linux"][CUDA_VARIANT])
+    if reason:
+        pytest.skip(f"cannot build {CUDA_VARIANT} here: {reason}")
+    # Its post-build checks (kernel policy: libcudart allowed for CUDA) run in the build.
+    variant = build_planned(plan, copy, CUDA_VARIANT, jobs=1).built[0]
+    library = next(variant.glob("_relu_tvm_ffi_cuda_*.so"))
+    assert compiled_archs(library, "cuda") == ["8.0", "9.0"]
+    binaries, _ = load_binaries(variant, library.name)
+    assert {"libtvm_ffi.so", "libcudart.so.13"} <= set(binaries[0].needed)

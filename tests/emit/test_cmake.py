@@ -114,6 +114,7 @@ def test_stable_abi_target_version() -> None:
         ("cute-scale", "torch214-cxx11-cu130-x86_64-linux", "cute-scale-cu130"),
         ("fused-scale", "torch214-cxx11-cu130-x86_64-linux", "fused-scale-cu130"),
         ("relu-tvm-ffi", "tvm-ffi01-cpu-x86_64-linux", "relu-tvm-ffi-cpu"),
+        ("relu-tvm-ffi", "tvm-ffi01-cu130-x86_64-linux", "relu-tvm-ffi-cu130"),
     ],
 )
 def test_cmake_project_golden(example: str, variant: str, golden_name: str, golden: Any) -> None:

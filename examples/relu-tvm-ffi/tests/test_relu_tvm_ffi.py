@@ -51,3 +51,14 @@ def test_relu_rejects_float64(kernel):
     x = np.ones(4, dtype=np.float64)
     with pytest.raises(Exception, match="float32"):
         kernel.relu(x, np.empty_like(x))
+
+
+@pytest.mark.kernels_ci
+def test_relu_torch_cuda(kernel):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    x = torch.randn(100_000, device="cuda")
+    out = torch.empty_like(x)
+    kernel.relu(x, out)
+    torch.testing.assert_close(out, torch.relu(x), rtol=0, atol=0)

@@ -6,3 +6,8 @@
 void relu_cpu(tvm::ffi::TensorView out, tvm::ffi::TensorView input);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(relu_cpu, relu_cpu);
 #endif
+
+#ifdef CUDA_KERNEL
+void relu_cuda(tvm::ffi::TensorView out, tvm::ffi::TensorView input);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(relu_cuda, relu_cuda);
+#endif

@@ -9,12 +9,13 @@ from ._ops import ops
 
 def relu(x: Any, out: Any) -> Any:
     """out = relu(x), elementwise; `x` and `out`: contiguous float32 arrays of the
-    same size on the CPU. Returns `out`."""
+    same size on the device the variant is built for (the CPU, a CUDA GPU). Returns `out`."""
     x_t = tvm_ffi.from_dlpack(x)
     out_t = tvm_ffi.from_dlpack(out)
-    if x_t.device.type != "cpu":
-        raise NotImplementedError(f"relu: no kernel for device {x_t.device.type!r}")
-    ops.relu_cpu(out_t, x_t)
+    function = getattr(ops, f"relu_{x_t.device.type}", None)
+    if function is None:
+        raise NotImplementedError(f"relu: this variant has no kernel for {x_t.device.type!r}")
+    function(out_t, x_t)
     return out
 
 
