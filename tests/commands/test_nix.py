@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from paths import EXAMPLES
+from paths import BUILD_OUTPUTS, EXAMPLES
 
 from kernelnix.cli import main
 from kernelnix.project import nix as nixrun
@@ -19,7 +19,7 @@ from kernelnix.project import nix as nixrun
 @pytest.fixture
 def relu(tmp_path: Path) -> Path:
     project = tmp_path / "relu"
-    shutil.copytree(EXAMPLES / "relu", project)
+    shutil.copytree(EXAMPLES / "relu", project, ignore=BUILD_OUTPUTS)
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     return project
 

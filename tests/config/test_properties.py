@@ -15,7 +15,7 @@ import tomlkit
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from paths import EXAMPLES
+from paths import BUILD_OUTPUTS, EXAMPLES
 from strategies import HOSTILE, WORDS, text
 
 from kernelnix.cli import main
@@ -122,7 +122,7 @@ def test_mutated_examples_never_crash(
     tmp_path_factory: Any, example: str, cut: int, insert: str, drop: int
 ) -> None:
     directory = tmp_path_factory.mktemp("mut")
-    shutil.copytree(EXAMPLES / example, directory, dirs_exist_ok=True)
+    shutil.copytree(EXAMPLES / example, directory, dirs_exist_ok=True, ignore=BUILD_OUTPUTS)
     original = (directory / "build.toml").read_text()
     cut = min(cut, len(original))
     (directory / "build.toml").write_text(original[:cut] + insert + original[cut + drop :])

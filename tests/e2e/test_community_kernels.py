@@ -38,7 +38,7 @@ from nix_projects import (
     nix,
     nix_environment,
 )
-from paths import TESTS
+from paths import BUILD_OUTPUTS, TESTS
 from wheel_locks import LOADER
 
 pytestmark = [
@@ -304,7 +304,7 @@ def test_cuda_kernels_build_against_the_cuda_torch_and_load(
     cuda_torch: CudaTorch, tmp_path: Path, name: str, ops: list[str]
 ) -> None:
     directory = tmp_path / name
-    shutil.copytree(COMMUNITY / name, directory)
+    shutil.copytree(COMMUNITY / name, directory, ignore=BUILD_OUTPUTS)
     done = subprocess.run(
         [cuda_torch.python, "-m", "kernelnix", "build", "--local", str(directory),
          "--variant", CUDA_VARIANT, "--cuda-archs", "9.0", "--no-progress"],

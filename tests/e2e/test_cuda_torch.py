@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from cuda_venv import CUDA_VARIANT, CudaTorch
 from nix_projects import clone_worktree, git, nix, nix_environment
-from paths import EXAMPLE_COPY_IGNORE, EXAMPLES
+from paths import BUILD_OUTPUTS, EXAMPLE_COPY_IGNORE, EXAMPLES
 
 from kernelnix.config import load_config
 from kernelnix.plan.build import PlanOptions, build_plan
@@ -155,7 +155,7 @@ def test_nix_build_with_the_host_toolchain(cuda_torch: CudaTorch, tmp_path: Path
 def build_cute_scale(
     cuda_torch: CudaTorch, project: Path, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
-    shutil.copytree(EXAMPLES / "cute-scale", project)
+    shutil.copytree(EXAMPLES / "cute-scale", project, ignore=BUILD_OUTPUTS)
     return subprocess.run(
         [cuda_torch.python, "-m", "kernelnix", "build", "--local", str(project),
          "--variant", VARIANT, "--no-progress"],

@@ -24,7 +24,7 @@ import pytest
 from handmade import copy_example, kernel_depending_on
 from hubserver import FakeHub
 from nix_projects import kernelnix_clone, make_project, nix
-from paths import EXAMPLES
+from paths import BUILD_OUTPUTS, EXAMPLES
 
 pytestmark = [
     pytest.mark.slow,
@@ -80,7 +80,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def locked(served: Served) -> Path:
     """examples/scaled-relu with its lock files, written by `kernelnix lock`."""
     project = served.work / "scaled-relu"
-    shutil.copytree(EXAMPLES / "scaled-relu", project)
+    shutil.copytree(EXAMPLES / "scaled-relu", project, ignore=BUILD_OUTPUTS)
     done = _run(served.env, "kernelnix", "lock", str(project))
     assert done.returncode == 0, done.stdout + done.stderr
     return project

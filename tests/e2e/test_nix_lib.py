@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from paths import EXAMPLES, ROOT
+from paths import BUILD_OUTPUTS, EXAMPLES, ROOT
 
 from kernelnix.config import load_config
 from kernelnix.core.version import Version
@@ -59,7 +59,7 @@ def nix_path(path: Path) -> str:
 @pytest.fixture
 def relu(tmp_path: Path) -> Path:
     project = tmp_path / "relu"
-    shutil.copytree(EXAMPLES / "relu", project)
+    shutil.copytree(EXAMPLES / "relu", project, ignore=BUILD_OUTPUTS)
     generate(load_config(project), host_record=False)
     return project
 
@@ -264,7 +264,7 @@ def test_host_without_record_probes_this_machine(tmp_path: Path, relu: Path) -> 
     assert "torch214-cxx11-cu130-x86_64-linux" in offered(relu)
     for example in ("relu-stable-abi", "relu-noarch", "multi-kernel"):
         project = tmp_path / example
-        shutil.copytree(EXAMPLES / example, project)
+        shutil.copytree(EXAMPLES / example, project, ignore=BUILD_OUTPUTS)
         generate(load_config(project), toolchain="host", host_record=True)
         kinds = {
             name: variant["kind"]
@@ -282,7 +282,7 @@ def test_host_without_record_probes_this_machine(tmp_path: Path, relu: Path) -> 
 def test_noarch_variants_are_offered_on_every_system(tmp_path: Path) -> None:
     """Python files and metadata: no record, and no probe, decides them."""
     project = tmp_path / "relu-noarch"
-    shutil.copytree(EXAMPLES / "relu-noarch", project)
+    shutil.copytree(EXAMPLES / "relu-noarch", project, ignore=BUILD_OUTPUTS)
     generate(load_config(project), host_record=False)
     write_record(project, [], system="aarch64-darwin")
     plan = json.loads((project / "kernelnix-plan.json").read_text())
@@ -318,7 +318,7 @@ def test_a_bundle_of_no_variant_on_the_system_names_where_it_builds(tmp_path: Pa
     """A Metal-only kernel (like kernels-community's mlx-rmsnorm) on Linux: the plan has
     no variant here, so the error names the systems and backends it has."""
     project = tmp_path / "relu"
-    shutil.copytree(EXAMPLES / "relu", project)
+    shutil.copytree(EXAMPLES / "relu", project, ignore=BUILD_OUTPUTS)
     toml = project / "build.toml"
     text = toml.read_text().replace('["cpu", "cuda", "rocm", "xpu", "metal"]', '["metal"]')
     toml.write_text(text[: text.index("[kernel.relu]")] + text[text.index("[kernel.relu_metal]") :])

@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from click.testing import CliRunner
-from paths import EXAMPLES, GOLDEN, ROOT
+from paths import BUILD_OUTPUTS, EXAMPLES, GOLDEN, ROOT
 
 from kernelnix.cli import main
 from kernelnix.config import load_config
@@ -55,7 +55,7 @@ def nix_eval_string(expression: str) -> str:
 @pytest.fixture
 def relu(tmp_path: Path) -> Path:
     project = tmp_path / "relu"
-    shutil.copytree(EXAMPLES / "relu", project)
+    shutil.copytree(EXAMPLES / "relu", project, ignore=BUILD_OUTPUTS)
     return project
 
 
