@@ -5,7 +5,8 @@ HF_HUB_OFFLINE=1, a temporary HOME and no bytecode writing. The variant is
 linked into a throw-away repository as `build/<variant>`, so the loader's own
 variant resolution picks exactly this variant; a variant meant for another
 system (a CUDA variant on a CPU machine), or checked by a Python without Torch
-(a noarch variant needs none to build), is skipped with a note, not failed.
+(a noarch variant needs none to build; a tvm-ffi variant needs apache-tvm-ffi
+instead), is skipped with a note, not failed.
 
 Importing Torch takes seconds (about 4 s for a CUDA Torch on two cores), so the
 build step starts the interpreter before it compiles (`ImportChild`): Torch and
@@ -41,14 +42,16 @@ def report(**result):
     print("KERNELNIX_IMPORT_RESULT " + json.dumps(result), flush=True)
 
 import importlib.util
+found = {name: importlib.util.find_spec(name) is not None for name in ("torch", "tvm_ffi")}
 early = None
-if importlib.util.find_spec("torch") is None:
+if not any(found.values()):
     early = dict(status="skipped", reason=f"{sys.executable} has no Torch")
 else:
-    try:
-        import torch  # the slow part, done before the variant is known
-    except Exception:
-        pass  # the loader's import of the variant reports it, as a failed import
+    if found["torch"]:
+        try:
+            import torch  # the slow part, done before the variant is known
+        except Exception:
+            pass  # the loader's import of the variant reports it, as a failed import
     try:
         from kernels import get_local_kernel
     except Exception as exc:
@@ -65,6 +68,12 @@ if early is not None:
     sys.exit(0)
 repo, variant, variant_dir, packages = json.loads(line)
 repo, variant_dir = Path(repo), Path(variant_dir)
+# A tvm-ffi variant loads with TVM FFI and no Torch, every other with Torch.
+tvm_ffi = variant.startswith("tvm-ffi")
+module, framework = ("tvm_ffi", "apache-tvm-ffi") if tvm_ffi else ("torch", "torch")
+if not found[module]:
+    report(status="skipped", reason=f"{sys.executable} has no {framework if tvm_ffi else 'Torch'}")
+    sys.exit(0)
 # A CPU variant loads in any Torch when asked for by backend, as users of a
 # CUDA Torch ask for it: kernelnix builds CPU variants against CUDA wheels too.
 backend = None
@@ -91,7 +100,7 @@ def releases():
     # The releases it loaded or failed with: a python-depends' API changes between them.
     from importlib.metadata import version
     versions = {}
-    for name in ["torch", *packages]:
+    for name in [framework, *packages]:
         try:
             versions[name] = version(name)
         except Exception:

@@ -62,6 +62,8 @@ class BuildSetOf(Protocol):
     def backend(self) -> str: ...
     @property
     def backend_version(self) -> str | None: ...
+    @property
+    def tvm_ffi(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -138,31 +140,59 @@ def locked_environment(
     """The locked environment of a compiled variant, or of a noarch one of a backend
     that loads in a locked Torch (the lock's `noarch` choice: a CUDA noarch
     variant's import check and tests run in a CUDA Torch), or of a tvm-ffi
-    variant (the python-depends `tvm-ffi`: apache-tvm-ffi, no Torch); None otherwise."""
+    variant (_tvm_ffi_wheels); None otherwise."""
     lock = host_lock() if lock is None else lock
     tag = tag or python_tag()
     if variant.kind == "tvm-ffi":
-        entry = lock.get(PYTHON_DEPENDS_KEY, {}).get(variant.system, {}).get(tag, {})
-        if "wheels" not in entry.get(TVM_FFI_DEPENDS, {}):
+        names = _tvm_ffi_wheels(variant, tag, lock)
+        if names is None:
             return None
-        return locked_python_depends([TVM_FFI_DEPENDS], variant.system, tag, lock)[0]
-    if variant.kind == "noarch":
-        noarch = lock.get("noarch", {}).get(variant.system, {}).get(tag, {})
-        key = noarch.get(variant.backend)
-        if key is None:
-            return None
+        key, torch = tvm_ffi_key(variant), ""
     else:
-        key = build_set_key(variant)
-    entry = lock.get("environments", {}).get(variant.system, {}).get(tag, {}).get(key)
-    if entry is None:
-        return None
+        if variant.kind == "noarch":
+            noarch = lock.get("noarch", {}).get(variant.system, {}).get(tag, {})
+            key = noarch.get(variant.backend)
+            if key is None:
+                return None
+        else:
+            key = build_set_key(variant)
+        entry = lock.get("environments", {}).get(variant.system, {}).get(tag, {}).get(key)
+        if entry is None:
+            return None
+        names, torch = [*entry["wheels"], *entry.get("toolkit", [])], entry["torch"]
     wheels = lock["wheels"]
-    names = [*entry["wheels"], *entry.get("toolkit", [])]
     return LockedEnvironment(
         key=key,
-        torch=entry["torch"],
+        torch=torch,
         wheels=tuple(LockedWheel(n, wheels[n]["url"], wheels[n]["hash"]) for n in names),
     )
+
+
+# The backends kernelnix compiles tvm-ffi kernels for: ROCm, XPU and Metal
+# kernels would need their toolkits without a Torch to bring them (not done yet).
+TVM_FFI_BACKENDS = ("cpu", "cuda")
+
+
+def tvm_ffi_key(variant: BuildSetOf) -> str:
+    """`tvm-ffi-0.1-cuda-13`: the name of a tvm-ffi variant's environment
+    (nix/toolchains/host/wheels.nix's entryKey forms the same)."""
+    return f"tvm-ffi-{lock_key(variant.tvm_ffi or '', variant.backend, variant.backend_version)}"
+
+
+def _tvm_ffi_wheels(variant: BuildSetOf, tag: str, lock: dict[str, Any]) -> list[str] | None:
+    """A tvm-ffi variant builds against apache-tvm-ffi, not Torch: the lock's
+    python-depends `tvm-ffi` wheels, for CUDA with the toolkit of the build set of
+    the Torch entry the variant comes from; None for other backends or what the
+    lock lacks (nix/toolchains/host/wheels.nix's tvmFfiEntry picks the same)."""
+    if variant.backend not in TVM_FFI_BACKENDS:
+        return None
+    depends = lock.get(PYTHON_DEPENDS_KEY, {}).get(variant.system, {}).get(tag, {})
+    framework = depends.get(TVM_FFI_DEPENDS, {}).get("wheels")
+    if framework is None or variant.backend == "cpu":
+        return framework
+    environments = lock.get("environments", {}).get(variant.system, {}).get(tag, {})
+    build_set = environments.get(build_set_key(variant))
+    return None if build_set is None else [*framework, *build_set.get("toolkit", [])]
 
 
 PYTHON_DEPENDS_KEY = "python-depends"
@@ -233,10 +263,7 @@ def not_locked_reason(
     tag = tag or python_tag()
     system = variant.system
     if variant.kind == "tvm-ffi":
-        return (
-            f"the wheel lock holds no python-depends {TVM_FFI_DEPENDS!r} (apache-tvm-ffi) "
-            f"for {tag} on {system}"
-        )
+        return _tvm_ffi_not_locked(variant, tag, lock)
     recorded = lock.get("missing", {}).get(system, {}).get(tag, {}).get(build_set_key(variant))
     if recorded:
         return str(recorded)
@@ -248,6 +275,25 @@ def not_locked_reason(
             "or build with one of those Pythons"
         )
     return f"the wheel lock has no {build_set_key(variant)} environment for {tag} on {system}"
+
+
+def _tvm_ffi_not_locked(variant: BuildSetOf, tag: str, lock: dict[str, Any]) -> str:
+    """Why _tvm_ffi_wheels found nothing (wheels.nix's tvmFfiMissing says the same)."""
+    if variant.backend not in TVM_FFI_BACKENDS:
+        return (
+            f"kernelnix builds tvm-ffi kernels for {' and '.join(TVM_FFI_BACKENDS)} only, "
+            f"not {variant.backend} yet"
+        )
+    depends = lock.get(PYTHON_DEPENDS_KEY, {}).get(variant.system, {}).get(tag, {})
+    if "wheels" not in depends.get(TVM_FFI_DEPENDS, {}):
+        return (
+            f"the wheel lock holds no python-depends {TVM_FFI_DEPENDS!r} (apache-tvm-ffi) "
+            f"for {tag} on {variant.system}; run `kernelnix lock-wheels`"
+        )
+    return (
+        f"the wheel lock has no {build_set_key(variant)} environment for {tag} on "
+        f"{variant.system} to take the CUDA toolkit from"
+    )
 
 
 def cache_dir() -> Path:

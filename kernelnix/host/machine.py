@@ -18,7 +18,7 @@ from typing import Any
 
 from kernelnix.checks.policy import policy_names
 from kernelnix.core.version import Version
-from kernelnix.host.environments import locked_environment, not_locked_reason
+from kernelnix.host.environments import TVM_FFI_BACKENDS, locked_environment, not_locked_reason
 from kernelnix.host.system import current_system
 from kernelnix.host.torch_probe import probe
 from kernelnix.plan.model import PlanVariant
@@ -141,11 +141,6 @@ def _compiler_reason(backend: str, wanted: Version) -> str | None:
     return None
 
 
-# The backends kernelnix compiles tvm-ffi kernels for: ROCm, XPU and Metal
-# kernels would need their toolkits without a Torch to bring them (not done yet).
-TVM_FFI_BACKENDS = ("cpu", "cuda")
-
-
 def host_tvm_ffi() -> Version | None:
     """The apache-tvm-ffi release the build's Python imports, or None."""
     try:
@@ -155,18 +150,12 @@ def host_tvm_ffi() -> Version | None:
 
 
 def _tvm_ffi_reason(variant: PlanVariant, locked_wheels: bool) -> str | None:
-    """Why a tvm-ffi variant cannot be built here: its backend, its compiler, or no
-    apache-tvm-ffi of its version (the locked wheel, else the build Python's)."""
+    """Why a tvm-ffi variant cannot be built here: its backend, else neither its
+    locked environment (apache-tvm-ffi, for CUDA with its toolkit) nor the build
+    Python's apache-tvm-ffi of its version (and for CUDA nvcc on PATH)."""
     backend = variant.backend
     if backend not in TVM_FFI_BACKENDS:
-        return (
-            f"kernelnix builds tvm-ffi kernels for {' and '.join(TVM_FFI_BACKENDS)} only, "
-            f"not {backend} yet"
-        )
-    if backend == "cuda":
-        reason = _compiler_reason(backend, Version.parse(variant.backend_version or "0"))
-        if reason:
-            return reason
+        return not_locked_reason(variant)
     if locked_wheels and locked_environment(variant) is not None:
         return None
     wanted, have = Version.parse(variant.tvm_ffi or "0"), host_tvm_ffi()
@@ -174,11 +163,13 @@ def _tvm_ffi_reason(variant: PlanVariant, locked_wheels: bool) -> str | None:
         reason = f"{sys.executable} has no apache-tvm-ffi"
     elif not _same_minor(have, wanted):
         reason = f"needs apache-tvm-ffi {wanted.major_minor()}; {have} is installed"
+    elif backend == "cuda":
+        reason = _compiler_reason(backend, Version.parse(variant.backend_version or "0")) or ""
     else:
-        return None
-    if locked_wheels:
+        reason = ""
+    if reason and locked_wheels:
         return f"{reason}, and {not_locked_reason(variant)}"
-    return reason
+    return reason or None
 
 
 def why_not_buildable(variant: PlanVariant, *, locked_wheels: bool = True) -> str | None:

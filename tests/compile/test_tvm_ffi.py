@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from handmade import committed_copy, plan_here
+from wheel_locks import lock_with
 
 from kernelnix.checks.binaries import BinarySettings, check_binary, load_binaries
 from kernelnix.checks.policy import load_policy
@@ -103,14 +104,19 @@ def test_libtvm_ffi_is_a_needed_library_of_tvm_ffi_variants_only(
     assert subjects == {"libtvm_ffi.so"}
 
 
-def test_the_cuda_variant_compiles_and_links_with_nvcc(
-    tmp_path_factory: pytest.TempPathFactory,
+def test_the_cuda_variant_compiles_and_links_with_the_locked_nvcc(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    copy = committed_copy("relu-tvm-ffi", tmp_path_factory.mktemp("tvm-ffi-cuda"))
+    """Against the toolkit of the build set of its Torch entry (2.12, CUDA 13.0),
+    which the lock has to hold (the tests' lock keeps no build set by default)."""
+    work = tmp_path_factory.mktemp("tvm-ffi-cuda")
+    monkeypatch.setenv("KERNELNIX_WHEEL_LOCK", str(lock_with(work / "lock.json", ["2.12-cuda-13"])))
+    copy = committed_copy("relu-tvm-ffi", work)
     plan = plan_here(copy)
-    reason = why_not_buildable(plan.variants["x86_64-linux"][CUDA_VARIANT])
-    if reason:
-        pytest.skip(f"cannot build {CUDA_VARIANT} here: {reason}")
+    cuda = plan.variants["x86_64-linux"][CUDA_VARIANT]
+    assert why_not_buildable(cuda) is None
+    locked = locked_environment(cuda)
+    assert locked is not None and "nvidia_cuda_nvcc" in " ".join(w.name for w in locked.wheels)
     # Its post-build checks (kernel policy: libcudart allowed for CUDA) run in the build.
     variant = build_planned(plan, copy, CUDA_VARIANT, jobs=1).built[0]
     library = next(variant.glob("_relu_tvm_ffi_cuda_*.so"))

@@ -5,7 +5,8 @@ publishing policy, and rebuilt bit for bit: `nix build --rebuild`, and (heavy)
 both built again in a second, independent store. The derivations are checked
 too: store paths as builders and on PATH, nothing impure. The other kinds of
 variant, built the same way and held to the same policy: relu-noarch's
-`torch-cpu` (noarch) and relu-stable-abi's CPU variant (stable ABI).
+`torch-cpu` (noarch), relu-stable-abi's CPU variant (stable ABI) and
+relu-tvm-ffi's CPU and CUDA variants (tvm-ffi: apache-tvm-ffi, no Torch).
 
 The first run fetches the locked Torch and CUDA wheels into the store.
 """
@@ -45,10 +46,14 @@ class Project:
 
 HERMETIC = ("--toolchain", "hermetic", "--no-host-record")
 # relu-stable-abi's CPU variant (stable ABI 2.12) builds against the newest locked
-# CPU Torch; relu-noarch's `torch-cpu` needs no Torch (no build set of the lock).
-KINDS_BUILD_SETS = ("2.14-cpu",)
+# CPU Torch; relu-noarch's `torch-cpu` needs no Torch (no build set of the lock);
+# relu-tvm-ffi's CUDA variant takes the CUDA toolkit of the build set of the Torch
+# entry it comes from (2.12, CUDA 13.0).
+KINDS_BUILD_SETS = ("2.14-cpu", "2.12-cuda-13")
 NOARCH = "torch-cpu"
 STABLE_ABI = "torch-stable-abi212-cpu-x86_64-linux"
+TVM_FFI_CPU = "tvm-ffi01-cpu-x86_64-linux"
+TVM_FFI_CUDA = "tvm-ffi01-cu130-x86_64-linux"
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +81,13 @@ def relu_noarch(kinds_clone: tuple[Path, str, dict[str, str]]) -> Project:
 def relu_stable_abi(kinds_clone: tuple[Path, str, dict[str, str]]) -> Project:
     work, url, env = kinds_clone
     example = EXAMPLES / "relu-stable-abi"
+    return Project(make_project(example, work / example.name, url, env, HERMETIC), env)
+
+
+@pytest.fixture(scope="module")
+def relu_tvm_ffi(kinds_clone: tuple[Path, str, dict[str, str]]) -> Project:
+    work, url, env = kinds_clone
+    example = EXAMPLES / "relu-tvm-ffi"
     return Project(make_project(example, work / example.name, url, env, HERMETIC), env)
 
 
@@ -192,6 +204,18 @@ def test_noarch_and_stable_abi_variants_build_in_the_sandbox_and_meet_the_policy
     project: Project = request.getfixturevalue(example)
     assert variant in evaluate(project, "variants")
     build_and_check(project, variant)
+
+
+def test_tvm_ffi_variants_build_in_the_sandbox_and_meet_the_policy(relu_tvm_ffi: Project) -> None:
+    """Against the locked apache-tvm-ffi wheel, no Torch; the CPU variant's build
+    loads it through the `kernels` loader with that wheel (the host's Python has no
+    apache-tvm-ffi, so `kernelnix check` here skips the import)."""
+    assert evaluate(relu_tvm_ffi, "variants") == [TVM_FFI_CPU, TVM_FFI_CUDA]
+    for variant in (TVM_FFI_CPU, TVM_FFI_CUDA):
+        build_and_check(relu_tvm_ffi, variant)
+    log = nix(relu_tvm_ffi.path, relu_tvm_ffi.env, "log", f".#{TVM_FFI_CPU}").stdout
+    assert f"ok    {TVM_FFI_CPU}: no violations" in log
+    assert "import check skipped" not in log
 
 
 @pytest.mark.parametrize("variant", [CPU, pytest.param(CUDA, marks=pytest.mark.heavy)])

@@ -165,6 +165,7 @@ class BuildSet:
     backend_version: str | None
     system: str = "x86_64-linux"
     kind: str = "arch"
+    tvm_ffi: str | None = None
 
 
 def variant(torch: str, backend: str, version: str | None) -> BuildSet:
@@ -228,6 +229,37 @@ def test_a_cuda_noarch_variant_loads_in_the_lock_s_noarch_build_set() -> None:
     cuda = locked_environment(BuildSet("", "cuda", None, kind="noarch"), "cp311", LOCK)
     assert cuda is not None and cuda.key == "2.14-cuda-13"
     assert locked_environment(BuildSet("", "cpu", None, kind="noarch"), "cp311", LOCK) is None
+
+
+def tvm_ffi(backend: str, version: str | None) -> BuildSet:
+    return BuildSet("2.14", backend, version, kind="tvm-ffi", tvm_ffi="0.1")
+
+
+def test_a_tvm_ffi_variant_builds_against_apache_tvm_ffi_and_its_entry_s_toolkit() -> None:
+    cpu = locked_environment(tvm_ffi("cpu", None), "cp311", LOCK)
+    assert cpu is not None and (cpu.key, cpu.torch) == ("tvm-ffi-0.1-cpu", "")
+    assert [w.name for w in cpu.wheels] == ["tvm.whl", "shared.whl"]
+    # No Torch: the CUDA toolkit of the build set of the Torch entry it comes from.
+    cuda = locked_environment(tvm_ffi("cuda", "13"), "cp311", LOCK)
+    assert cuda is not None and cuda.key == "tvm-ffi-0.1-cuda-13"
+    assert [w.name for w in cuda.wheels] == ["tvm.whl", "shared.whl", "nvcc.whl"]
+
+
+@pytest.mark.parametrize(
+    ("backend", "version", "tag", "why"),
+    [
+        ("rocm", "7.2", "cp311", "tvm-ffi kernels for cpu and cuda only, not rocm yet"),
+        ("xpu", "2025.3", "cp311", "tvm-ffi kernels for cpu and cuda only, not xpu yet"),
+        ("metal", None, "cp311", "tvm-ffi kernels for cpu and cuda only, not metal yet"),
+        ("cuda", "12.6", "cp311", "no 2.14-cuda-12.6 environment for cp311 on x86_64-linux"),
+        ("cpu", None, "cp39", "no python-depends 'tvm-ffi' (apache-tvm-ffi) for cp39"),
+    ],
+)
+def test_why_a_tvm_ffi_variant_has_no_environment(
+    backend: str, version: str | None, tag: str, why: str
+) -> None:
+    assert locked_environment(tvm_ffi(backend, version), tag, LOCK) is None
+    assert why in not_locked_reason(tvm_ffi(backend, version), tag, LOCK)
 
 
 def test_python_depends_environment_holds_each_wheel_once() -> None:

@@ -114,9 +114,7 @@ let
 
   notOffered =
     system: name: variant:
-    if variant.kind == "tvm-ffi" then
-      "the hermetic toolchain does not build tvm-ffi kernels yet (use the host toolchain)"
-    else if builtins.match ".*-linux" variant.system == null then
+    if builtins.match ".*-linux" variant.system == null then
       "the hermetic toolchain builds Linux variants only (use the host toolchain)"
     else if !(has system) then
       "the hermetic toolchain's registry has no tools for ${system} (it has ${

@@ -171,9 +171,9 @@ let
       step = hostStep (
         if found != null then
           "any"
-        else if variant.kind == "arch" || variant.kind == "tvm-ffi" then
+        else if variant.kind == "arch" then
           variant.torch
-        else if variant.kind == "noarch" then
+        else if variant.kind == "noarch" || variant.kind == "tvm-ffi" then
           "none"
         else
           "any"

@@ -77,8 +77,11 @@ rec {
   # others (kernelnix.host.environments.locked_environment).
   entryKey =
     tag: variant:
-    if variant.kind == "tvm-ffi" || tag == null then
+    if tag == null then
       null
+    else if variant.kind == "tvm-ffi" then
+      "tvm-ffi-${variant.tvm-ffi}-${variant.backend}"
+      + (if (variant.backend-version or null) != null then "-${variant.backend-version}" else "")
     else if variant.kind == "noarch" then
       (((lock.noarch or { }).${variant.system} or { }).${tag} or { }).${variant.backend} or null
     else
@@ -92,8 +95,45 @@ rec {
     in
     if key == null then
       null
+    else if variant.kind == "tvm-ffi" then
+      tvmFfiEntry tag variant
     else
       ((lock.environments or { }).${variant.system} or { }).${tag}.${key} or null;
+
+  # A tvm-ffi variant builds against apache-tvm-ffi, not Torch: the lock's
+  # python-depends `tvm-ffi` wheels, for CUDA with the toolkit of the build set
+  # of the Torch entry the variant comes from; CPU and CUDA only, or null
+  # (kernelnix.host.environments.locked_environment).
+  tvmFfiEntry =
+    tag: variant:
+    let
+      framework = tvmFfiWheels tag variant;
+      buildSet = ((lock.environments or { }).${variant.system} or { }).${tag}.${buildSetKey variant} or null;
+    in
+    if framework == null || !(builtins.elem variant.backend tvmFfiBackends) then
+      null
+    else if variant.backend == "cpu" then
+      {
+        wheels = framework;
+        torch = "";
+      }
+    else if buildSet == null then
+      null
+    else
+      {
+        wheels = framework;
+        inherit (buildSet) toolkit;
+        torch = "";
+      };
+  # The lock's apache-tvm-ffi wheels (and what they require) for a tag, or null.
+  tvmFfiWheels =
+    tag: variant:
+    (((lock.python-depends or { }).${variant.system} or { }).${tag} or { }).tvm-ffi.wheels or null;
+  # kernelnix.host.machine.TVM_FFI_BACKENDS.
+  tvmFfiBackends = [
+    "cpu"
+    "cuda"
+  ];
 
   # Why the lock has no entry for a variant (as kernelnix.host.environments.not_locked_reason).
   missing =
@@ -103,16 +143,28 @@ rec {
       tags = (lock.environments or { }).${system} or { };
       recorded = (((lock.missing or { }).${system} or { }).${tag} or { }).${buildSetKey variant} or null;
     in
-    if variant.kind == "noarch" || variant.kind == "tvm-ffi" then
-      "no wheels are locked for ${variant.kind} variants"
+    if variant.kind == "noarch" then
+      "no wheels are locked for noarch variants"
     else if tag == null then
       "kernelnix-host.json records no Python tag to choose locked wheels by; run `kernelnix generate`"
+    else if variant.kind == "tvm-ffi" then
+      tvmFfiMissing tag variant
     else if recorded != null then
       recorded
     else if !(tags ? ${tag}) then
       "the wheel lock has no environments for ${tag} (this Python) on ${system}; run `kernelnix lock-wheels --python ${tag}`"
     else
       "the wheel lock has no ${buildSetKey variant} environment for ${tag} on ${system}";
+
+  # Why a tvm-ffi variant has no entry (kernelnix.host.environments.not_locked_reason).
+  tvmFfiMissing =
+    tag: variant:
+    if !(builtins.elem variant.backend tvmFfiBackends) then
+      "kernelnix builds tvm-ffi kernels for cpu and cuda only, not ${variant.backend} yet"
+    else if tvmFfiWheels tag variant == null then
+      "the wheel lock holds no python-depends 'tvm-ffi' (apache-tvm-ffi) for ${tag} on ${variant.system}; run `kernelnix lock-wheels`"
+    else
+      "the wheel lock has no ${buildSetKey variant} environment for ${tag} on ${variant.system} to take the CUDA toolkit from";
 
   # A variant's python-depends (its metadata's names) for a Python tag: the
   # lock's wheels of them and of what they require, or the names it lacks
