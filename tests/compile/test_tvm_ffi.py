@@ -10,14 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from binary_settings import kernel_policy
 from handmade import committed_copy, plan_here
 from wheel_locks import lock_with
 
-from kernelnix.checks.binaries import BinarySettings, check_binary, load_binaries
-from kernelnix.checks.policy import load_policy
+from kernelnix.checks.binaries import check_binary, load_binaries
 from kernelnix.compile.gpu_archs import compiled_archs
 from kernelnix.compile.local import build_planned
-from kernelnix.core.version import Version
 from kernelnix.host.environments import locked_environment, materialize
 from kernelnix.host.machine import why_not_buildable
 
@@ -78,20 +77,6 @@ def test_relu_through_the_kernels_loader(built: tuple[Path, Path]) -> None:
     assert done.stdout.split() == ["0.0", "0.0", "0.5", "3.0", "0.0", "nan"]
 
 
-def _settings(kind: str | None) -> BinarySettings:
-    return BinarySettings(
-        policy=load_policy("kernel", "x86_64"),
-        python_abi=Version.parse("3.9"),
-        stable_abi=None,
-        macos_min=Version.parse("15.0"),
-        backend="cpu",
-        cpu="x86_64",
-        os_name="linux",
-        redistributable=True,
-        kind=kind,
-    )
-
-
 def test_libtvm_ffi_is_a_needed_library_of_tvm_ffi_variants_only(
     built: tuple[Path, Path],
 ) -> None:
@@ -99,8 +84,8 @@ def test_libtvm_ffi_is_a_needed_library_of_tvm_ffi_variants_only(
     binaries, problems = load_binaries(variant, next(variant.glob("*.so")).name)
     assert not problems
     library = binaries[0]
-    assert check_binary(library, _settings("tvm-ffi")) == []
-    subjects = {v.subject for v in check_binary(library, _settings("arch"))}
+    assert check_binary(library, kernel_policy("tvm-ffi")) == []
+    subjects = {v.subject for v in check_binary(library, kernel_policy("arch"))}
     assert subjects == {"libtvm_ffi.so"}
 
 

@@ -26,18 +26,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from binary_settings import kernel_policy
 from paths import TESTS
 
 from kernelnix.checks.binaries import (
     BinaryRule,
-    BinarySettings,
     cxx_runtime,
     load_binaries,
     needed_libraries,
     symbol_versions,
 )
 from kernelnix.checks.elf import read_elf
-from kernelnix.checks.policy import load_policy
 from kernelnix.core.version import Version
 
 pytestmark = pytest.mark.slow
@@ -332,25 +331,11 @@ def test_which_libraries_export_their_libstdcxx(libraries: dict[str, Path], link
     assert "_Unwind_RaiseException" not in exported
 
 
-def _kernel_policy() -> BinarySettings:
-    """The binary rules' settings under the default policy, for a CPU variant."""
-    return BinarySettings(
-        policy=load_policy("kernel", "x86_64"),
-        python_abi=Version.parse("3.9"),
-        stable_abi=None,
-        macos_min=Version.parse("15.0"),
-        backend="cpu",
-        cpu="x86_64",
-        os_name="linux",
-        redistributable=True,
-    )
-
-
 def _violations(library: Path, rule: BinaryRule) -> set[str]:
     """The subjects `rule` reports on `library` under the default policy."""
     binaries, problems = load_binaries(library.parent, library.name)
     assert not problems
-    return {violation.subject for violation in rule(binaries[0], _kernel_policy())}
+    return {violation.subject for violation in rule(binaries[0], kernel_policy())}
 
 
 @pytest.mark.parametrize("link", sorted(LINKS))
