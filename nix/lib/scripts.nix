@@ -64,7 +64,8 @@ in
   #
   # A variant built in an environment of its own (the host toolchain's locked
   # wheels: `wheelEnv`) is tested in it, its Torch first on PYTHONPATH, as its
-  # import check loaded it, with its python-depends (`dependsEnv`) after it. A
+  # import check loaded it, with its python-depends (`dependsEnv`) after it, and
+  # a tvm-ffi variant's Torch for its tests (`testEnv`, wheels.nix) after those. A
   # CPU variant's environment holds Torch's CUDA wheel (PyPI has no CPU one), so
   # the loader is told to ask for the CPU backend (kernelnix.checks.ci_backend),
   # as users of a CUDA Torch do.
@@ -72,6 +73,7 @@ in
     variantName: variant:
     let
       environment = variant.wheelEnv or null;
+      testEnv = variant.testEnv or null;
       depends = variant.dependsEnv or null;
       alternatives = variant.dependsAlternatives or [ ];
       backend = plan.variants.${system}.${variantName}.backend;
@@ -85,6 +87,7 @@ in
           ]
           ++ (if environment == null then [ ] else [ "${environment}" ])
           ++ (if depends == null then [ ] else [ dependsPath ])
+          ++ (if testEnv == null then [ ] else [ "${testEnv}" ])
           ++ (if askCpu then [ "${kernelnixSrc}" ] else [ ])
         );
       pythonPath = pathWith "$depends";

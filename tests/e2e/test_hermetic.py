@@ -14,6 +14,7 @@ The first run fetches the locked Torch and CUDA wheels into the store.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -48,8 +49,9 @@ HERMETIC = ("--toolchain", "hermetic", "--no-host-record")
 # relu-stable-abi's CPU variant (stable ABI 2.12) builds against the newest locked
 # CPU Torch; relu-noarch's `torch-cpu` needs no Torch (no build set of the lock);
 # relu-tvm-ffi's CUDA variant takes the CUDA toolkit of the build set of the Torch
-# entry it comes from (2.12, CUDA 13.0).
-KINDS_BUILD_SETS = ("2.14-cpu", "2.12-cuda-13")
+# entry it comes from (2.12, CUDA 13.0), and its CPU variant's tests that entry's
+# Torch (2.12, fetched only by the heavy ci-test).
+KINDS_BUILD_SETS = ("2.14-cpu", "2.12-cuda-13", "2.12-cpu")
 NOARCH = "torch-cpu"
 STABLE_ABI = "torch-stable-abi212-cpu-x86_64-linux"
 TVM_FFI_CPU = "tvm-ffi01-cpu-x86_64-linux"
@@ -216,6 +218,24 @@ def test_tvm_ffi_variants_build_in_the_sandbox_and_meet_the_policy(relu_tvm_ffi:
     log = nix(relu_tvm_ffi.path, relu_tvm_ffi.env, "log", f".#{TVM_FFI_CPU}").stdout
     assert f"ok    {TVM_FFI_CPU}: no violations" in log
     assert "import check skipped" not in log
+
+
+def test_a_tvm_ffi_variant_is_tested_with_the_torch_of_its_entry(relu_tvm_ffi: Project) -> None:
+    """Its build has no Torch; its kernels_ci tests run on Torch tensors, as
+    kernel-builder's do: ci-test puts the 2.12 entry's Torch on PYTHONPATH."""
+    drv = evaluate(relu_tvm_ffi, f"ciTests.{TVM_FFI_CPU}.drvPath")
+    shown = nix(relu_tvm_ffi.path, relu_tvm_ffi.env, "show-derivation", drv).stdout
+    inputs = json.loads(shown)[drv]["inputDrvs"]
+    assert [d for d in inputs if d.endswith("-kernelnix-env-2.12-cpu.drv")], inputs
+
+
+@pytest.mark.heavy
+def test_a_tvm_ffi_variant_s_ci_test_passes_in_the_sandbox(relu_tvm_ffi: Project) -> None:
+    """Heavy: it fetches and unpacks Torch 2.12 with its CUDA libraries."""
+    done = nix(
+        relu_tvm_ffi.path, relu_tvm_ffi.env, "run", f".#ciTests.{TVM_FFI_CPU}", *SANDBOX
+    ).stdout
+    assert re.search(r"\b7 passed", done), done
 
 
 @pytest.mark.parametrize("variant", [CPU, pytest.param(CUDA, marks=pytest.mark.heavy)])

@@ -169,6 +169,7 @@ let
         }
         // (if variant.kind == "noarch" then { } else { glibcTarget = t.glibcTarget; })
         // (if variant.backend == "cuda" then { LD_PRELOAD = systemShell system; } else { });
+      passthru = wheels.testVariables system tag variant;
     };
 
   # Scripts and shells of a variant: the environment of its system.

@@ -188,6 +188,7 @@ let
         // locked
         // (if found == null then { } else identity locked.wheelEnv)
         // (if usesTarget variant then { glibcTarget = glibc.target system scriptEnv; } else { });
+      passthru = wheels.testVariables system (tag system) variant;
     };
 in
 {

@@ -259,6 +259,18 @@ rec {
       torch = found.torch;
     };
 
+  # What a variant's tests get beyond its build's environment (the result's
+  # passthru, never the derivation's): a tvm-ffi variant's kernels_ci tests run
+  # its functions on Torch tensors, as kernel-builder's do, in the Torch of the
+  # entry the variant comes from (`testEnv`), where the lock holds it.
+  testVariables =
+    system: tag: variant:
+    let
+      key = buildSetKey variant;
+      torch = if tag == null then null else ((lock.environments or { }).${system} or { }).${tag}.${key} or null;
+    in
+    if variant.kind != "tvm-ffi" || torch == null then { } else { testEnv = environment system key torch; };
+
   # What ../host/setup.sh reads of a variant's locked wheels, each only when
   # the lock has it: `wheelEnv`, its Torch and CUDA toolkit (`found`: its entry,
   # or null); `dependsEnv` and `dependsAlternatives`, its python-depends.
