@@ -156,7 +156,7 @@ def locked_environment(
                 return None
         else:
             key = build_set_key(variant)
-        entry = lock.get("environments", {}).get(variant.system, {}).get(tag, {}).get(key)
+        entry = _build_set_entry(lock, variant.system, tag, key)
         if entry is None:
             return None
         names, torch = [*entry["wheels"], *entry.get("toolkit", [])], entry["torch"]
@@ -186,13 +186,27 @@ def _tvm_ffi_wheels(variant: BuildSetOf, tag: str, lock: dict[str, Any]) -> list
     lock lacks (nix/toolchains/host/wheels.nix's tvmFfiEntry picks the same)."""
     if variant.backend not in TVM_FFI_BACKENDS:
         return None
-    depends = lock.get(PYTHON_DEPENDS_KEY, {}).get(variant.system, {}).get(tag, {})
-    framework = depends.get(TVM_FFI_DEPENDS, {}).get("wheels")
+    framework = _tvm_ffi_framework(variant.system, tag, lock)
     if framework is None or variant.backend == "cpu":
         return framework
-    environments = lock.get("environments", {}).get(variant.system, {}).get(tag, {})
-    build_set = environments.get(build_set_key(variant))
+    build_set = _build_set_entry(lock, variant.system, tag, build_set_key(variant))
     return None if build_set is None else [*framework, *build_set.get("toolkit", [])]
+
+
+def _tvm_ffi_framework(system: str, tag: str, lock: dict[str, Any]) -> list[str] | None:
+    """The lock's apache-tvm-ffi wheels (and what they require), or None."""
+    depends = lock.get(PYTHON_DEPENDS_KEY, {}).get(system, {}).get(tag, {})
+    wheels: list[str] | None = depends.get(TVM_FFI_DEPENDS, {}).get("wheels")
+    return wheels
+
+
+def _build_set_entry(
+    lock: dict[str, Any], system: str, tag: str, key: str
+) -> dict[str, Any] | None:
+    """The lock's environment of a build set (`2.12-cuda-13`), or None."""
+    environments = lock.get("environments", {}).get(system, {}).get(tag, {})
+    entry: dict[str, Any] | None = environments.get(key)
+    return entry
 
 
 PYTHON_DEPENDS_KEY = "python-depends"
@@ -284,8 +298,7 @@ def _tvm_ffi_not_locked(variant: BuildSetOf, tag: str, lock: dict[str, Any]) -> 
             f"kernelnix builds tvm-ffi kernels for {' and '.join(TVM_FFI_BACKENDS)} only, "
             f"not {variant.backend} yet"
         )
-    depends = lock.get(PYTHON_DEPENDS_KEY, {}).get(variant.system, {}).get(tag, {})
-    if "wheels" not in depends.get(TVM_FFI_DEPENDS, {}):
+    if _tvm_ffi_framework(variant.system, tag, lock) is None:
         return (
             f"the wheel lock holds no python-depends {TVM_FFI_DEPENDS!r} (apache-tvm-ffi) "
             f"for {tag} on {variant.system}; run `kernelnix lock-wheels`"

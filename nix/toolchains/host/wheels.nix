@@ -98,7 +98,10 @@ rec {
     else if variant.kind == "tvm-ffi" then
       tvmFfiEntry tag variant
     else
-      ((lock.environments or { }).${variant.system} or { }).${tag}.${key} or null;
+      buildSetEntry variant.system tag key;
+
+  # The lock's environment of a build set (`2.12-cuda-13`) for a system and tag, or null.
+  buildSetEntry = system: tag: key: ((lock.environments or { }).${system} or { }).${tag}.${key} or null;
 
   # A tvm-ffi variant builds against apache-tvm-ffi, not Torch: the lock's
   # python-depends `tvm-ffi` wheels, for CUDA with the toolkit of the build set
@@ -108,21 +111,15 @@ rec {
     tag: variant:
     let
       framework = tvmFfiWheels tag variant;
-      buildSet = ((lock.environments or { }).${variant.system} or { }).${tag}.${buildSetKey variant} or null;
+      cpu = variant.backend == "cpu";
+      buildSet = buildSetEntry variant.system tag (buildSetKey variant);
     in
-    if framework == null || !(builtins.elem variant.backend tvmFfiBackends) then
-      null
-    else if variant.backend == "cpu" then
-      {
-        wheels = framework;
-        torch = "";
-      }
-    else if buildSet == null then
+    if framework == null || !(builtins.elem variant.backend tvmFfiBackends) || (!cpu && buildSet == null) then
       null
     else
       {
         wheels = framework;
-        inherit (buildSet) toolkit;
+        toolkit = if cpu then [ ] else buildSet.toolkit;
         torch = "";
       };
   # The lock's apache-tvm-ffi wheels (and what they require) for a tag, or null.
@@ -160,7 +157,7 @@ rec {
   tvmFfiMissing =
     tag: variant:
     if !(builtins.elem variant.backend tvmFfiBackends) then
-      "kernelnix builds tvm-ffi kernels for cpu and cuda only, not ${variant.backend} yet"
+      "kernelnix builds tvm-ffi kernels for ${builtins.concatStringsSep " and " tvmFfiBackends} only, not ${variant.backend} yet"
     else if tvmFfiWheels tag variant == null then
       "the wheel lock holds no python-depends 'tvm-ffi' (apache-tvm-ffi) for ${tag} on ${variant.system}; run `kernelnix lock-wheels`"
     else
@@ -267,7 +264,7 @@ rec {
     system: tag: variant:
     let
       key = buildSetKey variant;
-      torch = if tag == null then null else ((lock.environments or { }).${system} or { }).${tag}.${key} or null;
+      torch = if tag == null then null else buildSetEntry system tag key;
     in
     if variant.kind != "tvm-ffi" || torch == null then { } else { testEnv = environment system key torch; };
 
