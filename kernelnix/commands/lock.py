@@ -3,17 +3,27 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
 import click
 
 from kernelnix.cli import command
-from kernelnix.host.hermetic_wheels import LOCK_FILE, PYPI_SIMPLE, lock
-from kernelnix.host.host_wheels import DEFAULT_PYTHON_TAGS, lock_host_file
-from kernelnix.host.python_wheels import IMPORTS_FILE, lock_python_file
+from kernelnix.host.hermetic_wheels import LOCK_FILE, PYPI_SIMPLE, LockResult, lock, read_lock
+from kernelnix.host.host_wheels import (
+    DEFAULT_PYTHON_TAGS,
+    LOCK_SYSTEMS,
+    lock_glibc_target_file,
+    lock_host_file,
+)
+from kernelnix.host.python_wheels import IMPORTS_FILE, lock_python_file, write_imports
 from kernelnix.host.toolchain_lock import LOCK_FILE as TOOLCHAIN_LOCK_FILE
 from kernelnix.host.toolchain_lock import NPM_REGISTRY, SPEC_FILE, lock_toolchain
+
+# The parts of the wheel lock, in the order they are locked: environments,
+# glibc-target and python-depends write into the file the earlier ones wrote.
+LOCK_PARTS = ("torch", "environments", "glibc-target", "python-depends")
 
 
 @command("lock-wheels")
@@ -57,6 +67,26 @@ from kernelnix.host.toolchain_lock import NPM_REGISTRY, SPEC_FILE, lock_toolchai
     metavar="TAG",
     help="A Python tag (cp311) the host toolchain's build Python may have (repeatable).",
 )
+@click.option(
+    "--only",
+    "parts",
+    multiple=True,
+    type=click.Choice(LOCK_PARTS),
+    help="Lock this part of the file and keep the others as they are (repeatable; "
+    "default: every part): torch (the Torch and loader wheels of the hermetic "
+    "toolchain), environments (the host toolchain's build sets), glibc-target (the "
+    "ziglang wheel of each system's glibc sysroot), python-depends.",
+)
+@click.option(
+    "--system",
+    "systems",
+    multiple=True,
+    type=click.Choice(LOCK_SYSTEMS),
+    default=LOCK_SYSTEMS,
+    show_default=True,
+    help="A system whose environments, glibc target and python-depends are locked; "
+    "the other systems' entries stay (repeatable).",
+)
 def lock_wheels(
     indexes: tuple[str, ...],
     pypi: str,
@@ -64,6 +94,8 @@ def lock_wheels(
     lock_file: Path,
     imports_file: Path | None,
     python_tags: tuple[str, ...],
+    parts: tuple[str, ...],
+    systems: tuple[str, ...],
 ) -> None:
     """The wheels are named by matrix.json (Torch releases, a flavor per backend,
     the Python tag) and by the python-depends the loader accepts
@@ -78,24 +110,28 @@ def lock_wheels(
     Examples:
       kernelnix lock-wheels
       kernelnix lock-wheels --refresh
+      kernelnix lock-wheels --only glibc-target
+      kernelnix lock-wheels --only environments --system aarch64-linux --python cp311
     """
-    result = lock(
-        path=lock_file,
-        indexes=list(indexes) or None,
-        pypi=pypi,
-        refresh=refresh,
-        log=lambda line: click.echo(line, err=True),
-    )
-    host = lock_host_file(lock_file, pypi, python_tags, log=lambda line: click.echo(line, err=True))
-    result.locked.extend(host.locked)
-    result.missing.extend(host.missing)
+    wanted = set(parts or LOCK_PARTS)
+    log = functools.partial(click.echo, err=True)
+    result = LockResult(read_lock(lock_file), [], [], [])
+    if "torch" in wanted:
+        result = lock(
+            path=lock_file, indexes=list(indexes) or None, pypi=pypi, refresh=refresh, log=log
+        )
+    if "environments" in wanted:
+        host = lock_host_file(lock_file, pypi, python_tags, log=log, systems=systems)
+        result.locked.extend(host.locked)
+        result.missing.extend(host.missing)
+    if "glibc-target" in wanted:
+        result.missing.extend(lock_glibc_target_file(lock_file, pypi, log, systems=systems))
+    if "python-depends" in wanted:
+        result.missing.extend(lock_python_file(lock_file, pypi, python_tags, log, systems))
     if imports_file is None and lock_file.resolve() == LOCK_FILE.resolve():
         imports_file = IMPORTS_FILE
-    result.missing.extend(
-        lock_python_file(
-            lock_file, pypi, python_tags, lambda line: click.echo(line, err=True), imports_file
-        )
-    )
+    if imports_file is not None and wanted & {"torch", "environments"}:
+        write_imports(lock_file, pypi, log, imports_file)
     for name in result.locked:
         click.echo(f"locked {name}")
     click.echo(f"wrote {lock_file} ({len(result.locked)} locked, {len(result.kept)} kept)")

@@ -13,6 +13,11 @@ is reachable) and writes the `host` part of kernelnix/data/wheel-lock.json:
     missing:       system -> Python tag -> build set key -> why it is not locked
     noarch:        system -> Python tag -> backend -> the build set a noarch
                    variant of that backend loads in (noarch_build_sets)
+    glibc-target:  system -> {glibc, wheel}: the ziglang wheel its glibc sysroot
+                   is made from (lock_glibc_targets)
+
+Each part is relocked on its own (`kernelnix lock-wheels --only PART`) into the
+file's other parts: `update_host_part` keeps the wheels the others name.
 
 A build set key is `<torch>-<backend>[-<version>]` (`2.13-cuda-13`), the
 same string nix/toolchains/host/wheels.nix forms from a plan variant. A CPU
@@ -54,7 +59,9 @@ from kernelnix.variants.names import build_set_key
 # What a CUDA build needs of NVIDIA's `cuda-toolkit` wheel, as its extras.
 TOOLKIT_EXTRAS = ("nvcc", "cudart", "cccl", "crt", "nvvm")
 SUPPORTED_BACKENDS = ("cpu", "cuda")
-HOST_SYSTEMS = {"x86_64-linux": "x86_64"}
+# The systems whose environments, python-depends and glibc target the lock holds:
+# the host toolchain's and the hermetic toolchain's Linux systems.
+LOCK_SYSTEMS = ("x86_64-linux", "aarch64-linux")
 DEFAULT_PYTHON_TAGS = ("cp311", "cp312", "cp313")
 LOCK_COMMAND = "kernelnix lock-wheels"
 
@@ -332,16 +339,18 @@ def _toolkit(
 
 def lock_host(
     matrix: dict[str, Any],
-    pypi: str,
+    resolver: Resolver,
     python_tags: Iterable[str],
     log: Callable[[str], None],
+    systems: Iterable[str] = LOCK_SYSTEMS,
 ) -> dict[str, Any]:
-    """The `host` part of the wheel lock, resolved anew."""
-    resolver = Resolver(pypi, log)
+    """The build-set environments of `systems` for the `host` part of the wheel
+    lock, resolved anew: `environments`, `missing` and `noarch` (the wheels are in
+    `resolver.files`)."""
     releases = matrix["hermetic"]["torch-releases"]
     environments: dict[str, Any] = {}
     missing: dict[str, Any] = {}
-    for system in HOST_SYSTEMS:
+    for system in systems:
         for python in python_tags:
             target = Target(system, python)
             for build_set in matrix["build-sets"]:
@@ -367,26 +376,10 @@ def lock_host(
                     "wheels": found.wheels,
                     "toolkit": found.toolkit,
                 }
-    noarch = noarch_build_sets(matrix, environments)
-    glibc = lock_glibc_targets(resolver, matrix["glibc-target"], python_tags, log)
-    used = {
-        name
-        for tags in environments.values()
-        for sets in tags.values()
-        for entry in sets.values()
-        for name in (*entry["wheels"], *entry["toolkit"])
-    } | {entry["wheel"] for entry in glibc.values()}
-    wheels = {
-        name: {"url": file.url, "hash": sri(_sha256(file))}
-        for name, file in sorted(resolver.files.items())
-        if name in used
-    }
     return {
-        "wheels": wheels,
         "environments": environments,
         "missing": missing,
-        "noarch": noarch,
-        "glibc-target": glibc,
+        "noarch": noarch_build_sets(matrix, environments),
     }
 
 
@@ -428,29 +421,66 @@ def _newest_first(build_set: dict[str, Any]) -> tuple[Version, Version]:
 
 
 def lock_glibc_targets(
-    resolver: Resolver,
-    settings: dict[str, Any],
-    python_tags: Iterable[str],
-    log: Callable[[str], None],
-) -> dict[str, Any]:
-    """Per system, the glibc target's release and its ziglang wheel (matrix.json's
-    `glibc-target`); a system PyPI has no wheel for is left out, and said."""
+    resolver: Resolver, settings: dict[str, Any], systems: Iterable[str] = LOCK_SYSTEMS
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Per system of matrix.json's `glibc-target`, the glibc release and the
+    ziglang wheel its sysroot is made from; and per system PyPI has no such
+    wheel for, why. Every system counts, not only the host toolchain's: the
+    hermetic toolchain assembles its sysroot from the same wheel."""
     locked: dict[str, Any] = {}
+    missing: dict[str, str] = {}
     wanted = SpecifierSet(f"=={settings['ziglang']}")
-    for system in settings["systems"]:
-        if system not in HOST_SYSTEMS:
-            continue
+    for system in (system for system in settings["systems"] if system in systems):
         try:
-            file = resolver.best("ziglang", wanted, Target(system, next(iter(python_tags))))
+            # The wheel is py3-none: any Python tag selects it.
+            file = resolver.best("ziglang", wanted, Target(system, DEFAULT_PYTHON_TAGS[0]))
         except (OSError, ValueError) as error:
-            log(f"cannot read the ziglang wheels on PyPI ({error}): no glibc target for {system}")
+            missing[system] = f"cannot read the ziglang wheels on PyPI: {error}"
             continue
         if file is None:
-            log(f"no ziglang {settings['ziglang']} wheel for {system} on PyPI: no glibc target")
+            missing[system] = f"PyPI has no ziglang {settings['ziglang']} wheel for it"
             continue
         resolver.files.setdefault(file.filename, file)
         locked[system] = {"glibc": settings["glibc"], "wheel": file.filename}
-    return locked
+    return locked, missing
+
+
+def used_wheels(host: dict[str, Any]) -> set[str]:
+    """The wheels the host part names: the environments' (toolkits included),
+    the glibc targets' and the python-depends' (alternatives included)."""
+    used = {entry["wheel"] for entry in host.get("glibc-target", {}).values()}
+    for kind in ("environments", "python-depends"):
+        for by_tag in host.get(kind, {}).values():
+            for entries in by_tag.values():
+                for entry in entries.values():
+                    used.update(
+                        entry.get("wheels", []),
+                        entry.get("toolkit", []),
+                        *entry.get("alternatives", []),
+                    )
+    return used
+
+
+def update_host_part(
+    path: Path, parts: dict[str, Any], systems: Iterable[str], resolver: Resolver
+) -> dict[str, Any]:
+    """Write `parts` (keys of the host part, each system -> ...) for `systems`
+    into the lock file at `path`; other systems and the rest of the file stay. A
+    wheel `resolver` looked up is recorded as its index gives it now, one it did
+    not keeps its locked URL and hash, and one that no part names any more goes.
+    The lock as written."""
+    data = read_lock(path)
+    host = data.setdefault("host", {})
+    for name, by_system in parts.items():
+        kept = {s: entry for s, entry in host.get(name, {}).items() if s not in systems}
+        host[name] = dict(sorted({**kept, **by_system}.items()))
+    locked = host.get("wheels", {})
+    host["wheels"] = {
+        name: _locked_file(resolver.files[name]) if name in resolver.files else locked[name]
+        for name in sorted(used_wheels(host))
+    }
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return data
 
 
 def lock_host_file(
@@ -459,24 +489,42 @@ def lock_host_file(
     python_tags: Iterable[str],
     log: Callable[[str], None],
     matrix: dict[str, Any] | None = None,
+    systems: Iterable[str] = LOCK_SYSTEMS,
 ) -> LockResult:
-    """Resolve the host part of the lock file at `path` anew and write it; the
-    rest of the file stays. Locked environments, and the build sets not locked with why."""
-    host = lock_host(matrix or matrix_data(), pypi, python_tags, log)
-    data = read_lock(path)
-    data["host"] = host
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    """Resolve the build-set environments of `systems` in the lock file at `path`
+    anew and write them. Locked environments, and the build sets not locked with why."""
+    systems = tuple(systems)
+    resolver = Resolver(pypi, log)
+    parts = lock_host(matrix or matrix_data(), resolver, python_tags, log, systems)
+    data = update_host_part(path, parts, systems, resolver)
     result = LockResult(data, [], [], [])
-    for system, tags in host["environments"].items():
+    for system, tags in parts["environments"].items():
         for python, sets in tags.items():
             result.locked.extend(f"{key} {python} {system} environment" for key in sets)
-    for system, tags in host["missing"].items():
+    for system, tags in parts["missing"].items():
         for python, sets in tags.items():
             result.missing.extend(f"{key} {python} {system}: {why}" for key, why in sets.items())
     return result
 
 
-def _sha256(file: IndexFile) -> str:
+def lock_glibc_target_file(
+    path: Path,
+    pypi: str,
+    log: Callable[[str], None],
+    matrix: dict[str, Any] | None = None,
+    systems: Iterable[str] = LOCK_SYSTEMS,
+) -> list[str]:
+    """Lock the glibc targets' ziglang wheels of `systems` into the lock file at
+    `path`; the systems without one, with why."""
+    systems = tuple(systems)
+    resolver = Resolver(pypi, log)
+    settings = (matrix or matrix_data())["glibc-target"]
+    locked, missing = lock_glibc_targets(resolver, settings, systems)
+    update_host_part(path, {"glibc-target": locked}, systems, resolver)
+    return [f"glibc-target {system}: {why}" for system, why in missing.items()]
+
+
+def _locked_file(file: IndexFile) -> dict[str, str]:
     if file.sha256 is None:
         raise OSError(f"{file.url}: the index publishes no sha256 for it")
-    return file.sha256
+    return {"url": file.url, "hash": sri(file.sha256)}

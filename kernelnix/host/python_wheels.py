@@ -41,14 +41,15 @@ from packaging.utils import canonicalize_name
 
 from kernelnix.core.fileio import write_atomic
 from kernelnix.host.environments import each_release
-from kernelnix.host.hermetic_wheels import open_wheel, read_lock, sri
+from kernelnix.host.hermetic_wheels import open_wheel, read_lock
 from kernelnix.host.host_wheels import (
-    HOST_SYSTEMS,
     LOCK_COMMAND,
+    LOCK_SYSTEMS,
     Resolver,
     Target,
     not_cuda_python,
     requires_dist,
+    update_host_part,
 )
 from kernelnix.plan.metadata import python_dependency_table
 
@@ -100,10 +101,12 @@ def lock_python_depends(
     table: dict[str, Any],
     python_tags: Iterable[str],
     log: Callable[[str], None],
+    systems: Iterable[str] = LOCK_SYSTEMS,
 ) -> dict[str, Any]:
-    """`host.python-depends`: each name's wheels per system and Python tag, or why not."""
+    """`host.python-depends` of `systems`: each name's wheels per system and
+    Python tag, or why not."""
     locked: dict[str, Any] = {}
-    for system in HOST_SYSTEMS:
+    for system in systems:
         for python in python_tags:
             target = Target(system, python)
             names: dict[str, Any] = {}
@@ -177,15 +180,15 @@ def required_modules(
 
 
 def load_time_imports(
-    resolver: Resolver, host: dict[str, Any], loader: dict[str, Any], python_tags: Iterable[str]
+    resolver: Resolver, host: dict[str, Any], loader: dict[str, Any]
 ) -> dict[str, Any]:
     """kernelnix/data/python-imports.json's content from the locked Torch wheels
     (`host`: the lock's host part) and the kernels loader (`loader`: the lock's
-    `python.kernels` part)."""
-    tags = list(python_tags)
+    `python.kernels` part), with the markers of every Python tag locked for a system."""
+    environments = host.get("environments", {})
     torch: dict[str, Any] = {}
-    for system, by_tag in host.get("environments", {}).items():
-        targets = [Target(system, tag) for tag in tags if tag in by_tag]
+    for system, by_tag in environments.items():
+        targets = [Target(system, tag) for tag in by_tag]
         if not targets:
             continue
         keys = set.intersection(*(set(by_tag[target.python]) for target in targets))
@@ -197,9 +200,10 @@ def load_time_imports(
             modules = required_modules(resolver, requires_dist(url), targets, keep)
             torch.setdefault(system, {})[key] = {"torch": entry["torch"], "requires": modules}
     version = max(loader, key=lambda v: tuple(int(p) for p in v.split(".")), default=None)
-    systems = [s for s in (loader[version] if version else {}) if s in HOST_SYSTEMS]
+    systems = [s for s in LOCK_SYSTEMS if s in (loader[version] if version else {})]
     requires: dict[str, list[str]] = {}
-    if version and systems:
+    tags = list(environments.get(systems[0], {})) if systems else []
+    if version and tags:
         targets = [Target(systems[0], tag) for tag in tags]
         lines = requires_dist(loader[version][systems[0]]["url"])
         requires = required_modules(resolver, lines, targets, lambda _: True)
@@ -215,30 +219,14 @@ def lock_python_file(
     pypi: str,
     python_tags: Iterable[str],
     log: Callable[[str], None],
-    imports_path: Path | None = IMPORTS_FILE,
+    systems: Iterable[str] = LOCK_SYSTEMS,
 ) -> list[str]:
-    """Lock the python-depends into the lock file at `path` (its host part, which
-    kernelnix.host.host_wheels wrote) and write `imports_path` (when given) from
-    the lock. The names that could not be locked, with why."""
-    tags = list(python_tags)
+    """Lock the python-depends of `systems` into the lock file at `path` (its host
+    part). The names that could not be locked, with why."""
+    systems = tuple(systems)
     resolver = Resolver(pypi, log)
-    data = read_lock(path)
-    host = data.setdefault("host", {})
-    locked = lock_python_depends(resolver, python_dependency_table(), tags, log)
-    wheels = host.setdefault("wheels", {})
-    for by_tag in locked.values():
-        for entries in by_tag.values():
-            for entry in entries.values():
-                for name in _entry_wheels(entry):
-                    wheels[name] = _locked_file(resolver, name)
-    host["python-depends"] = locked
-    used = _used_wheels(host)
-    host["wheels"] = {name: entry for name, entry in sorted(wheels.items()) if name in used}
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
-    if imports_path is not None:
-        loader = data.get("python", {}).get("kernels", {})
-        imports = load_time_imports(resolver, host, loader, tags)
-        write_atomic(imports_path, json.dumps(imports, indent=2, sort_keys=True) + "\n")
+    locked = lock_python_depends(resolver, python_dependency_table(), python_tags, log, systems)
+    update_host_part(path, {"python-depends": locked}, systems, resolver)
     return [
         f"python-depends {name} {tag} {system}: {entry['missing']}"
         for system, by_tag in locked.items()
@@ -248,28 +236,11 @@ def lock_python_file(
     ]
 
 
-def _used_wheels(host: dict[str, Any]) -> set[str]:
-    """The wheels the host part names: the environments', the glibc targets' and
-    the python-depends' (a wheel an earlier lock named and this one does not goes)."""
-    used = {entry["wheel"] for entry in host.get("glibc-target", {}).values()}
-    for kind in ("environments", "python-depends"):
-        for by_tag in host.get(kind, {}).values():
-            for entries in by_tag.values():
-                for entry in entries.values():
-                    used.update(_entry_wheels(entry), entry.get("toolkit", []))
-    return used
-
-
-def _entry_wheels(entry: dict[str, Any]) -> list[str]:
-    """Every wheel a lock entry names, its alternatives' included."""
-    return [
-        *entry.get("wheels", []),
-        *(w for other in entry.get("alternatives", []) for w in other),
-    ]
-
-
-def _locked_file(resolver: Resolver, name: str) -> dict[str, str]:
-    file = resolver.files[name]
-    if file.sha256 is None:
-        raise OSError(f"{file.url}: the index publishes no sha256 for it")
-    return {"url": file.url, "hash": sri(file.sha256)}
+def write_imports(
+    lock_path: Path, pypi: str, log: Callable[[str], None], imports_path: Path = IMPORTS_FILE
+) -> None:
+    """Write `imports_path` (python-imports.json) from the lock file at `lock_path`."""
+    data = read_lock(lock_path)
+    loader = data.get("python", {}).get("kernels", {})
+    imports = load_time_imports(Resolver(pypi, log), data.get("host", {}), loader)
+    write_atomic(imports_path, json.dumps(imports, indent=2, sort_keys=True) + "\n")

@@ -156,7 +156,7 @@ let
   glibc = (wheelLock.host.glibc-target or { }).${system} or null;
   glibcTarget =
     if glibc == null then
-      throw "kernelnix: kernelnix/data/wheel-lock.json locks no ziglang wheel for ${system}'s glibc target; run `kernelnix lock-wheels`"
+      throw "kernelnix: kernelnix/data/wheel-lock.json locks no ziglang wheel for ${system}'s glibc target; run `kernelnix lock-wheels --only glibc-target --system ${system}`"
     else
       run "glibc-${glibc.glibc}-sysroot-${system}" ''
         # zig and what it reads to make glibc's stubs, without the other systems'

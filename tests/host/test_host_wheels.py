@@ -6,12 +6,18 @@ CPU sets on the CUDA wheel, and the reason for a build set PyPI lacks."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from package_index import serve_index, wheel
 
-from kernelnix.host.host_wheels import lock_host
+from kernelnix.commands.lock import lock_wheels
+from kernelnix.host import host_wheels
+from kernelnix.host.host_wheels import Resolver, lock_glibc_targets, lock_host, lock_host_file
 from kernelnix.variants.names import build_set_key
 
 LINUX = 'platform_system == "Linux"'
@@ -21,10 +27,12 @@ MANYLINUX = "py3-none-manylinux_2_27_x86_64"
 
 
 ZIGLANG_TAG = "py3-none-manylinux_2_12_x86_64.manylinux2010_x86_64.musllinux_1_1_x86_64"
+ZIGLANG_ARM_TAG = "py3-none-manylinux_2_17_aarch64.manylinux2014_aarch64.musllinux_1_1_aarch64"
 
 PACKAGES = {
     "ziglang": [
         wheel("ziglang", "0.17.0", ZIGLANG_TAG, [], {"ziglang/zig": ""}),
+        wheel("ziglang", "0.17.0", ZIGLANG_ARM_TAG, [], {"ziglang/zig": ""}),
         wheel("ziglang", "0.18.0", ZIGLANG_TAG, [], {"ziglang/zig": ""}),
     ],
     "torch": [
@@ -84,7 +92,11 @@ def index() -> Iterator[str]:
 
 MATRIX = {
     "hermetic": {"torch-releases": {"2.13": "2.13.0"}},
-    "glibc-target": {"glibc": "2.27", "ziglang": "0.17.0", "systems": ["x86_64-linux"]},
+    "glibc-target": {
+        "glibc": "2.27",
+        "ziglang": "0.17.0",
+        "systems": ["x86_64-linux", "aarch64-linux", "riscv64-linux"],
+    },
     "build-sets": [
         {"torch": "2.13", "backend": "cpu", "systems": ["x86_64-linux"]},
         {
@@ -101,7 +113,8 @@ MATRIX = {
 
 
 def test_lock_host_resolves_each_build_set(index: str) -> None:
-    lock = lock_host(MATRIX, index, ["cp311"], log=lambda line: None)
+    resolver = Resolver(index, log=lambda line: None)
+    lock = lock_host(MATRIX, resolver, ["cp311"], log=lambda line: None)
     sets = lock["environments"]["x86_64-linux"]["cp311"]
     torch = "torch-2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl"
     cublas = f"nvidia_cublas-13.1.1.3-{MANYLINUX}.whl"  # the pin, not the newer 13.10
@@ -132,13 +145,123 @@ def test_lock_host_resolves_each_build_set(index: str) -> None:
     reason = lock["missing"]["x86_64-linux"]["cp311"]["2.13-cuda-12.6"]
     assert reason.startswith("torch 2.13.0+cu126 (cp311) is not locked: PyPI serves cu130")
     assert "kernelnix lock-wheels" in reason
-    # The glibc target: the pinned ziglang release, not the newest.
-    ziglang = f"ziglang-0.17.0-{ZIGLANG_TAG}.whl"
-    assert lock["glibc-target"] == {"x86_64-linux": {"glibc": "2.27", "wheel": ziglang}}
-    # Every wheel named is recorded once, with the index's sha256 as an SRI hash.
+    # The build sets' wheels, for the lock's file table.
     named = {n for s in sets.values() for n in (*s["wheels"], *s["toolkit"])}
-    assert set(lock["wheels"]) == named | {ziglang}
-    assert all(w["hash"].startswith("sha256-") for w in lock["wheels"].values())
+    assert named <= set(resolver.files)
+
+
+def test_the_glibc_target_of_each_system_is_the_pinned_ziglang_wheel(index: str) -> None:
+    locked, missing = lock_glibc_targets(
+        Resolver(index, log=lambda line: None), MATRIX["glibc-target"]
+    )
+    # The pinned release, not the newest; aarch64-linux's too (the hermetic
+    # toolchain's sysroot), though the host toolchain builds on x86_64 only.
+    assert locked == {
+        "x86_64-linux": {"glibc": "2.27", "wheel": f"ziglang-0.17.0-{ZIGLANG_TAG}.whl"},
+        "aarch64-linux": {"glibc": "2.27", "wheel": f"ziglang-0.17.0-{ZIGLANG_ARM_TAG}.whl"},
+    }
+    # riscv64 is not a system kernelnix locks.
+    assert missing == {}
+
+
+def _lock_file(tmp_path: Path, index: str) -> Path:
+    """A lock whose host part lists x86_64-linux's environments, resolved here,
+    and stale aarch64-linux entries: a glibc target and an environment whose
+    wheels (not on the index) a new resolution replaces."""
+    path = tmp_path / "lock.json"
+    lock_host_file(path, index, ["cp311"], lambda line: None, MATRIX, systems=["x86_64-linux"])
+    data = json.loads(path.read_text())
+    stale = {"url": "https://example.invalid/stale.whl", "hash": "sha256-AAAA"}
+    data["host"]["wheels"]["stale-1.0-py3-none-any.whl"] = stale
+    data["host"]["glibc-target"] = {
+        "aarch64-linux": {"glibc": "2.17", "wheel": "stale-1.0-py3-none-any.whl"}
+    }
+    data["torch"] = {"2.13.0": {"note": "the torch part, untouched"}}
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_one_part_of_one_system_is_relocked_and_the_rest_stays(tmp_path: Path, index: str) -> None:
+    path = _lock_file(tmp_path, index)
+    before = json.loads(path.read_text())
+    missing = host_wheels.lock_glibc_target_file(path, index, lambda line: None, MATRIX)
+    after = json.loads(path.read_text())
+    assert missing == []
+    zig_x86, zig_arm = (f"ziglang-0.17.0-{tag}.whl" for tag in (ZIGLANG_TAG, ZIGLANG_ARM_TAG))
+    assert after["host"]["glibc-target"] == {
+        "aarch64-linux": {"glibc": "2.27", "wheel": zig_arm},
+        "x86_64-linux": {"glibc": "2.27", "wheel": zig_x86},
+    }
+    # The environments, their wheels and the other parts are as they were; the
+    # wheel nothing names any more is gone.
+    for part in ("environments", "missing", "noarch"):
+        assert after["host"][part] == before["host"][part]
+    assert after["torch"] == before["torch"]
+    wheels = after["host"]["wheels"]
+    assert set(wheels) == set(before["host"]["wheels"]) - {"stale-1.0-py3-none-any.whl"} | {
+        zig_x86,
+        zig_arm,
+    }
+    assert all(
+        wheels[n] == before["host"]["wheels"][n] for n in wheels if n in before["host"]["wheels"]
+    )
+    assert wheels[zig_arm]["hash"].startswith("sha256-")
+
+
+def test_the_environments_of_one_system_are_added_to_the_others(tmp_path: Path, index: str) -> None:
+    path = _lock_file(tmp_path, index)
+    before = json.loads(path.read_text())
+    arm_matrix = {
+        **MATRIX,
+        "build-sets": [
+            {**b, "systems": ["x86_64-linux", "aarch64-linux"]} for b in MATRIX["build-sets"]
+        ],
+    }
+    # The index has no aarch64 Torch: each aarch64 build set is missing, with why;
+    # x86_64-linux's environments stay.
+    result = lock_host_file(
+        path, index, ["cp311"], lambda line: None, arm_matrix, ["aarch64-linux"]
+    )
+    after = json.loads(path.read_text())
+    assert result.locked == []
+    assert "2.13-cpu cp311 aarch64-linux: " in "\n".join(result.missing)
+    assert after["host"]["environments"] == before["host"]["environments"]
+    assert after["host"]["missing"]["x86_64-linux"] == before["host"]["missing"]["x86_64-linux"]
+    assert set(after["host"]["missing"]["aarch64-linux"]["cp311"]) == {
+        "2.13-cpu",
+        "2.13-cuda-13",
+        "2.13-cuda-12.6",
+    }
+
+
+def test_lock_wheels_only_glibc_target_writes_that_part(
+    tmp_path: Path, index: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _lock_file(tmp_path, index)
+    before = json.loads(path.read_text())
+    monkeypatch.setattr(host_wheels, "matrix_data", lambda: MATRIX)
+    done = CliRunner().invoke(
+        lock_wheels,
+        [
+            "--only",
+            "glibc-target",
+            "--system",
+            "aarch64-linux",
+            "--pypi",
+            index,
+            "--lock-file",
+            str(path),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    after: dict[str, Any] = json.loads(path.read_text())
+    # aarch64-linux's target is relocked, x86_64-linux's kept as it was (none).
+    assert after["host"]["glibc-target"] == {
+        "aarch64-linux": {"glibc": "2.27", "wheel": f"ziglang-0.17.0-{ZIGLANG_ARM_TAG}.whl"}
+    }
+    assert {k: v for k, v in after.items() if k != "host"} == {
+        k: v for k, v in before.items() if k != "host"
+    }
 
 
 def test_a_build_set_key_is_the_plan_version() -> None:

@@ -163,7 +163,7 @@ def test_what_torch_and_the_loader_require_is_read_from_their_wheels(index: str)
         "environments": {"x86_64-linux": {"cp311": {"2.13-cpu": entry, "2.13-cuda-13": entry}}},
     }
     loader = {"0.17.2": {"x86_64-linux": {"url": url_of(index, "kernels")}}}
-    imports = load_time_imports(Resolver(index, print), host, loader, ["cp311"])
+    imports = load_time_imports(Resolver(index, print), host, loader)
     assert imports["loader"] == {
         "kernels": "0.17.2",
         # typing-extensions only below Python 3.11: not what every Python gets.

@@ -30,7 +30,7 @@ in
     else
       "the wheel lock has no glibc target for ${system} (only for ${
         builtins.concatStringsSep ", " (builtins.attrNames targets)
-      }); run `kernelnix lock-wheels`, or set hostGlibc = true in flake.nix for a build that only this machine loads";
+      }); run `kernelnix lock-wheels --only glibc-target --system ${system}`, or set hostGlibc = true in flake.nix for a build that only this machine loads";
 
   # The assembled sysroot of `system`.
   target =
