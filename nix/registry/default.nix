@@ -10,11 +10,10 @@
 # the shell of everything after.
 #
 # Interface, `import ./. { kernelnixSrc; }`:
-#   shell         busybox as `sh` (x86_64-linux's): the builder of the hermetic
-#                 toolchain's derivations
 #   python.tag    the wheel tag of its Python (`cp311`)
 #   systems.<system> = {
-#     shell       that system's busybox sh
+#     shell       that system's busybox sh: the builder of the hermetic
+#                 toolchain's derivations for that system
 #     python      Python 3.11 (Debian's) with kernelnix's dependency wheels
 #     path        folders of programs: busybox's applets, gcc and binutils,
 #                 cmake, ninja (built to run commands with the store's sh)
@@ -34,6 +33,5 @@ let
 in
 {
   inherit systems;
-  shell = systems.x86_64-linux.shell;
   python.tag = lock.systems.x86_64-linux.python-tag;
 }

@@ -133,8 +133,8 @@ def test_offers_the_variants_of_locked_wheels_and_says_why_not_the_others(relu: 
     )
 
 
-def derivations(project: Project, variant: str) -> dict[str, Any]:
-    drv = evaluate(project, f"packages.x86_64-linux.{variant}.drvPath")
+def derivations(project: Project, variant: str, system: str = "x86_64-linux") -> dict[str, Any]:
+    drv = evaluate(project, f"packages.{system}.{variant}.drvPath")
     shown = nix(project.path, project.env, "show-derivation", "-r", drv).stdout
     return dict(json.loads(shown))
 
@@ -176,6 +176,31 @@ def test_every_derivation_takes_store_paths_only(relu: Project, variant: str) ->
             s for s in strings(drv) if s.startswith(("/usr", "/bin/", "/lib")) or host_python in s
         ]
         assert not found, (path, found)
+
+
+# This repository's machines are x86_64: aarch64-linux variants are evaluated, not built.
+@pytest.mark.parametrize("variant", [CPU, CUDA])
+def test_an_aarch64_variant_evaluates_from_arm64_artifacts_only(
+    relu: Project, variant: str
+) -> None:
+    """Every derivation behind the aarch64-linux variant is for aarch64-linux (a
+    Nix built-in fetches), its builder that system's shell, and what it
+    downloads is for arm64 or for every system: the lock's arm64 .debs, Torch,
+    nvcc and ziglang wheels."""
+    arm = variant.replace("x86_64-linux", "aarch64-linux")
+    graph = derivations(relu, arm, "aarch64-linux")
+    assert {drv["system"] for drv in graph.values()} == {"aarch64-linux", "builtin"}
+    urls = [drv["env"]["url"] for drv in graph.values() if "url" in drv["env"]]
+    assert not [u for u in urls if "x86_64" in u or "amd64" in u]
+    files = [u.rpartition("/")[2] for u in urls]
+    wanted = ["torch-2.13.0-cp311-cp311-manylinux_2_28_aarch64.whl", "ziglang-0.17.0-"]
+    if "cu130" in variant:
+        wanted.append("nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_aarch64")
+    for prefix in wanted:
+        assert [f for f in files if f.startswith(prefix) and "aarch64" in f], prefix
+    assert [f for f in files if f.startswith("gcc-12_") and f.endswith("_arm64.deb")]
+    shells = {drv["builder"] for drv in graph.values() if not drv["builder"].startswith("builtin:")}
+    assert len({s for s in shells if s.endswith("/bin/busybox")}) == 1, shells
 
 
 def build_and_check(project: Project, variant: str, *check_options: str) -> None:

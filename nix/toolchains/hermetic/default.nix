@@ -53,7 +53,7 @@ let
   wheels = import ../host/wheels.nix {
     inherit kernelnixSrc;
     toolEnv = scriptEnvOf;
-    shell = registry.shell;
+    shellFor = system: (tools system).shell;
     afterUnpack = ''. "$patchInterpreters"'';
   };
 
@@ -96,13 +96,13 @@ let
     builtins.derivation {
       inherit system;
       name = "kernelnix-system-shell.so";
-      builder = registry.shell;
+      builder = (tools system).shell;
       args = [
         "-c"
         ''"$cc" -O2 -fPIC -shared -DKERNELNIX_SHELL="\"$shell\"" -o "$out" "$src"''
       ];
       cc = (tools system).cc;
-      shell = registry.shell;
+      shell = (tools system).shell;
       src = ./system-shell.c;
       PATH = (scriptEnvOf system).hermeticPath;
     };
@@ -135,7 +135,7 @@ let
   # steps run ../host/setup.sh: the variant's wheels on PYTHONPATH (its nvcc on
   # PATH) with kernelnix's source, the toolchain's Python and PATH (env.sh).
   stepOf = system: torchRequirement: {
-    builder = registry.shell;
+    builder = (tools system).shell;
     setup = ../host/setup.sh;
     env = scriptEnvOf system // {
       kernelnix = kernelnixSrc;
@@ -195,8 +195,8 @@ in
       t = tools system;
     in
     {
-      shell = registry.shell;
-      bash = registry.shell;
+      shell = t.shell;
+      bash = t.shell;
       path = builtins.concatStringsSep ":" t.path;
     };
   # kernelnix's other steps (the plan, CARD.md): kernelnix without Torch.

@@ -9,7 +9,7 @@
 # A wheel shared by several build sets lives in the store once.
 #
 # The hermetic toolchain (../hermetic) takes its variants' wheels from here too,
-# with its own `shell` for the builders and, after unpacking, `afterUnpack`:
+# with its own shell for the builders (`shellFor system`) and, after unpacking, `afterUnpack`:
 # shell code run on "$out" (its programs pointed at a loader in the store).
 #
 # `toolEnv system` is the environment of these derivations (their $hostEnv finds
@@ -19,7 +19,7 @@
 {
   kernelnixSrc,
   toolEnv,
-  shell ? "/bin/sh",
+  shellFor ? (_: "/bin/sh"),
   afterUnpack ? null,
 }:
 let
@@ -48,7 +48,7 @@ let
         inherit system tool;
         name = "wheel-${stem name}";
         src = fetched name;
-        builder = shell;
+        builder = shellFor system;
         args = [
           "-c"
           (
@@ -233,7 +233,7 @@ rec {
       // {
         inherit system tool name;
         wheels = map (unpacked system) names;
-        builder = shell;
+        builder = shellFor system;
         args = [
           "-c"
           ''. "$hostEnv" && exec "$KERNELNIX_PYTHON" "$tool" merge "$out" $wheels''
