@@ -74,8 +74,8 @@ LOCK_PARTS = ("torch", "environments", "glibc-target", "python-depends")
     type=click.Choice(LOCK_PARTS),
     help="Lock this part of the file and keep the others as they are (repeatable; "
     "default: every part): torch (the Torch and loader wheels of the hermetic "
-    "toolchain), environments (the host toolchain's build sets), glibc-target (the "
-    "ziglang wheel of each system's glibc sysroot), python-depends.",
+    "toolchain), environments (each build set's Torch, CUDA libraries and nvcc), "
+    "glibc-target (the ziglang wheel of each system's glibc sysroot), python-depends.",
 )
 @click.option(
     "--system",
