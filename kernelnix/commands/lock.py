@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from kernelnix.cli import command
-from kernelnix.host.hermetic_wheels import LOCK_FILE, PYPI_SIMPLE, LockResult, lock, read_lock
+from kernelnix.host.hermetic_wheels import LOCK_FILE, PYPI_SIMPLE, lock
 from kernelnix.host.host_wheels import (
     DEFAULT_PYTHON_TAGS,
     LOCK_SYSTEMS,
@@ -115,28 +115,31 @@ def lock_wheels(
     """
     wanted = set(parts or LOCK_PARTS)
     log = functools.partial(click.echo, err=True)
-    result = LockResult(read_lock(lock_file), [], [], [])
+    locked: list[str] = []
+    kept: list[str] = []
+    missing: list[str] = []
     if "torch" in wanted:
-        result = lock(
+        hermetic = lock(
             path=lock_file, indexes=list(indexes) or None, pypi=pypi, refresh=refresh, log=log
         )
+        locked, kept, missing = hermetic.locked, hermetic.kept, hermetic.missing
     if "environments" in wanted:
         host = lock_host_file(lock_file, pypi, python_tags, log=log, systems=systems)
-        result.locked.extend(host.locked)
-        result.missing.extend(host.missing)
+        locked.extend(host.locked)
+        missing.extend(host.missing)
     if "glibc-target" in wanted:
-        result.missing.extend(lock_glibc_target_file(lock_file, pypi, log, systems=systems))
+        missing.extend(lock_glibc_target_file(lock_file, pypi, log, systems=systems))
     if "python-depends" in wanted:
-        result.missing.extend(lock_python_file(lock_file, pypi, python_tags, log, systems))
+        missing.extend(lock_python_file(lock_file, pypi, python_tags, log, systems))
     if imports_file is None and lock_file.resolve() == LOCK_FILE.resolve():
         imports_file = IMPORTS_FILE
     if imports_file is not None and wanted & {"torch", "environments"}:
         write_imports(lock_file, pypi, log, imports_file)
-    for name in result.locked:
+    for name in locked:
         click.echo(f"locked {name}")
-    click.echo(f"wrote {lock_file} ({len(result.locked)} locked, {len(result.kept)} kept)")
-    if result.missing:
-        for name in result.missing:
+    click.echo(f"wrote {lock_file} ({len(locked)} locked, {len(kept)} kept)")
+    if missing:
+        for name in missing:
             click.echo(f"not found: {name}", err=True)
         sys.exit(1)
 

@@ -445,7 +445,7 @@ def lock_glibc_targets(
     return locked, missing
 
 
-def used_wheels(host: dict[str, Any]) -> set[str]:
+def _used_wheels(host: dict[str, Any]) -> set[str]:
     """The wheels the host part names: the environments' (toolkits included),
     the glibc targets' and the python-depends' (alternatives included)."""
     used = {entry["wheel"] for entry in host.get("glibc-target", {}).values()}
@@ -477,7 +477,7 @@ def update_host_part(
     locked = host.get("wheels", {})
     host["wheels"] = {
         name: _locked_file(resolver.files[name]) if name in resolver.files else locked[name]
-        for name in sorted(used_wheels(host))
+        for name in sorted(_used_wheels(host))
     }
     write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return data

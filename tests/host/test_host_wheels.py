@@ -166,8 +166,8 @@ def test_the_glibc_target_of_each_system_is_the_pinned_ziglang_wheel(index: str)
 
 def _lock_file(tmp_path: Path, index: str) -> Path:
     """A lock whose host part lists x86_64-linux's environments, resolved here,
-    and stale aarch64-linux entries: a glibc target and an environment whose
-    wheels (not on the index) a new resolution replaces."""
+    a stale aarch64-linux glibc target naming a wheel that is not on the index,
+    and a `torch` part."""
     path = tmp_path / "lock.json"
     lock_host_file(path, index, ["cp311"], lambda line: None, MATRIX, systems=["x86_64-linux"])
     data = json.loads(path.read_text())
