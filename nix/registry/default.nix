@@ -15,6 +15,9 @@
 #     shell       that system's busybox sh: the builder of the hermetic
 #                 toolchain's derivations for that system
 #     python      Python 3.11 (Debian's) with kernelnix's dependency wheels
+#     pythonCommands  a folder of `python3` and `python`: that Python with its C
+#                 and C++ runtime (the dev and test shells' PATH)
+#     bash        a static bash (Debian's): the builder of the `nix develop` shells
 #     path        folders of programs: busybox's applets, gcc and binutils,
 #                 cmake, ninja (built to run commands with the store's sh)
 #     cc, cxx     gcc and g++ (their C library and kernel headers included)

@@ -150,8 +150,28 @@ let
     for wheel in $wheels; do i=$((i + 1)); pairs="$pairs $wheel $out/wheels/$i"; done
     "$out/usr/bin/python3.11" "$scripts/wheel_tree.py" unpack $pairs
     "$out/usr/bin/python3.11" "$scripts/wheel_tree.py" merge "$site" "$out"/wheels/*
-    "$out/usr/bin/python3.11" -c 'import ssl, sqlite3, pydantic, jinja2, click, huggingface_hub, kernels'
+    "$out/usr/bin/python3.11" -c 'import ssl, sqlite3, pydantic, jinja2, click, huggingface_hub, kernels, numpy'
   '' { base = python; wheels = map wheelFile locked.python; inherit scripts patchelf; };
+
+  # Debian's statically linked bash: `nix develop` runs only derivations whose
+  # builder is a bash (the dev and test shells), in the sandbox too.
+  bash = run "bash" ''
+    dpkg-deb -x "$deb" "$TMPDIR/deb"
+    mkdir -p "$out/bin"
+    cp "$TMPDIR/deb/bin/bash-static" "$out/bin/bash"
+    "$out/bin/bash" -c 'echo "$BASH_VERSION"'
+  '' { deb = debFile "bash-static"; };
+
+  # `python3` and `python` for the shells: the Python with the registry's C and
+  # C++ runtime, which Torch's libraries need and the host's folders may not have
+  # (set for Python and what it runs only, not for the host's programs).
+  pythonCommands = run "python-3.11-commands" ''
+    mkdir -p "$out/bin"
+    printf '#!%s\nexport LD_LIBRARY_PATH=%s''${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\nexec %s "$@"\n' \
+      "$shell" "$libraries" "$python" > "$out/bin/python3"
+    chmod +x "$out/bin/python3"
+    ln -s python3 "$out/bin/python"
+  '' { inherit shell libraries; python = "${pythonEnv}/usr/bin/python3.11"; };
 
   glibc = (wheelLock.host.glibc-target or { }).${system} or null;
   glibcTarget =
@@ -176,10 +196,12 @@ let
 in
 {
   inherit shell loader libraries glibcTarget;
+  bash = "${bash}/bin/bash";
   python = "${pythonEnv}/usr/bin/python3.11";
+  pythonCommands = "${pythonCommands}/bin";
   path = [ "${ninja}/bin" "${cmake}/bin" "${gcc}/bin" "${applets}/bin" ];
   patchelf = "${patchelf}/bin/patchelf";
   cc = "${gcc}/bin/gcc";
   cxx = "${gcc}/bin/g++";
-  drvs = { inherit applets patchelf gccTree gcc cmake ninja pythonEnv; };
+  drvs = { inherit applets patchelf gccTree gcc cmake ninja pythonEnv bash pythonCommands; };
 }
