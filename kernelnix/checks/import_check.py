@@ -85,8 +85,10 @@ if parse_variant is not None:
     if parsed is None:
         repo = variant_dir  # not a variant name: the loader's metadata.json fallback
     else:
-        arch_backend = getattr(getattr(parsed, "arch", None), "backend", None)
-        if getattr(arch_backend, "name", None) == "cpu":
+        # A compiled variant's arch names a backend, a noarch one's its name.
+        arch = getattr(parsed, "arch", None)
+        arch_backend = getattr(getattr(arch, "backend", None), "name", None)
+        if (arch_backend or getattr(arch, "backend_name", None)) == "cpu":
             backend = "cpu"
         try:
             _, trace = resolve_variants([parsed], backend=backend)

@@ -134,6 +134,12 @@ def _read_host_lock(path: Path) -> dict[str, Any]:
     return data
 
 
+# The noarch variants build --local builds in a locked Torch: a CUDA one's import
+# check needs a CUDA Torch; the others load in the build Python's (the lock's `cpu`
+# choice is the hermetic toolchain's, which has no Torch of its own).
+LOCKED_NOARCH_BACKENDS = ("cuda",)
+
+
 def locked_environment(
     variant: BuildSetOf, tag: str | None = None, lock: dict[str, Any] | None = None
 ) -> LockedEnvironment | None:
@@ -150,6 +156,8 @@ def locked_environment(
         key, torch = tvm_ffi_key(variant), ""
     else:
         if variant.kind == "noarch":
+            if variant.backend not in LOCKED_NOARCH_BACKENDS:
+                return None
             noarch = lock.get("noarch", {}).get(variant.system, {}).get(tag, {})
             key = noarch.get(variant.backend)
             if key is None:

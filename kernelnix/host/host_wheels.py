@@ -383,9 +383,11 @@ def lock_host(
     }
 
 
-# Backends whose noarch variants load in a locked Torch: the build Python's
-# Torch is for the CPU (a CUDA noarch variant's import check would be skipped).
-NOARCH_BACKENDS = ("cuda",)
+# Backends whose noarch variants load in a locked Torch: a CUDA one's needs a
+# CUDA Torch (the build Python's is for the CPU), a CPU one's any Torch, which the
+# hermetic toolchain has only from the lock (build --local and the host toolchain
+# take the build Python's: environments.LOCKED_NOARCH_BACKENDS).
+NOARCH_BACKENDS = ("cpu", "cuda")
 
 
 def noarch_build_sets(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from cuda_venv import CUDA_VARIANT, CudaTorch
+from handmade import make_variant
 from nix_projects import clone_worktree, git, nix, nix_environment
 from paths import BUILD_OUTPUTS, EXAMPLE_COPY_IGNORE, EXAMPLES
 
@@ -274,3 +275,19 @@ def test_ci_test_plugin_tells_the_loader_the_variants_backend(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == expected
+
+
+def test_a_cpu_noarch_variant_is_import_checked_in_a_cuda_torch(
+    cuda_torch: CudaTorch, tmp_path: Path
+) -> None:
+    """The hermetic toolchain checks and tests a CPU noarch variant in the lock's CPU
+    Torch, Torch's CUDA wheel: the import check asks the loader for the CPU backend,
+    as it does for a compiled CPU variant, instead of skipping it."""
+    directory = make_variant(tmp_path / "build", "relu-noarch", "torch-cpu")
+    done = subprocess.run(
+        [cuda_torch.python, "-m", "kernelnix", "check", str(directory)],
+        capture_output=True, text=True, env=cuda_torch.env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "import check skipped" not in done.stdout, done.stdout
+    assert "ok    torch-cpu: no violations" in done.stdout

@@ -47,7 +47,8 @@ class Project:
 
 HERMETIC = ("--toolchain", "hermetic", "--no-host-record")
 # relu-stable-abi's CPU variant (stable ABI 2.12) builds against the newest locked
-# CPU Torch; relu-noarch's `torch-cpu` needs no Torch (no build set of the lock);
+# CPU Torch, and relu-noarch's `torch-cpu` is import-checked in it (the lock's
+# noarch choice for the CPU);
 # relu-tvm-ffi's CUDA variant takes the CUDA toolkit of the build set of the Torch
 # entry it comes from (2.12, CUDA 13.0), and its CPU variant's tests that entry's
 # Torch (2.12, fetched only by the heavy ci-test).
@@ -226,11 +227,15 @@ def test_cpu_and_cuda_variants_build_in_the_sandbox_and_meet_the_policy(relu: Pr
 def test_noarch_and_stable_abi_variants_build_in_the_sandbox_and_meet_the_policy(
     request: pytest.FixtureRequest, example: str, variant: str
 ) -> None:
-    """The import is checked here, in the host's Torch (the noarch variant's
-    build has no Torch to import it with, and says it skipped)."""
+    """Each build imports its variant through `kernels` in the lock's Torch 2.14 CPU
+    environment (the toolchain has no Torch of its own), and the import is checked
+    here again, in the host's Torch."""
     project: Project = request.getfixturevalue(example)
     assert variant in evaluate(project, "variants")
     build_and_check(project, variant)
+    log = nix(project.path, project.env, "log", f".#{variant}").stdout
+    assert f"ok    {variant}: no violations" in log
+    assert "import check skipped" not in log
 
 
 def test_tvm_ffi_variants_build_in_the_sandbox_and_meet_the_policy(relu_tvm_ffi: Project) -> None:

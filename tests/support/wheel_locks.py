@@ -17,17 +17,22 @@ from pathlib import Path
 
 from paths import ROOT
 
+from kernelnix.host.host_wheels import noarch_build_sets
+from kernelnix.variants.matrix import matrix_data
+
 LOCK = ROOT / "kernelnix" / "data" / "wheel-lock.json"
 
 
 def lock_with(dest: Path, build_sets: Collection[str] = ()) -> Path:
-    """Write to `dest` kernelnix's wheel lock with only `build_sets` (`2.14-cuda-13`)."""
+    """Write to `dest` kernelnix's wheel lock with only `build_sets` (`2.14-cuda-13`),
+    and the noarch variants' build sets chosen among them, as `lock-wheels` would."""
     data = json.loads(LOCK.read_text())
     host = data.get("host", {})
     for tags in host.get("environments", {}).values():
         for sets in tags.values():
             for key in [k for k in sets if k not in build_sets]:
                 del sets[key]
+    host["noarch"] = noarch_build_sets(matrix_data(), host.get("environments", {}))
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     return dest
