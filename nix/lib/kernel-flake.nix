@@ -213,7 +213,7 @@ let
       ciBackends = util.unique (map backendOf ranked);
 
       scripts = import ./scripts.nix { inherit util kernelnixSrc; } {
-        inherit system plan tools ciVariant;
+        inherit system plan tools;
         toolchain = tc;
         inherit (sources) tests;
       };
@@ -235,6 +235,21 @@ let
         builtins.filter (name: builtins.elem (backendOf name) first) ranked
         ++ builtins.filter (name: !(builtins.elem (backendOf name) first)) ranked;
       ciVariant = if ciRanked == [ ] then null else builtins.head ciRanked;
+      # ci-test's candidates: the best variant of each backend, in that order, up to
+      # the first of the CPU, which runs on any machine; ci-test tests the first
+      # whose device this machine has (nix/lib/scripts.nix).
+      ciCandidates =
+        (builtins.foldl' (
+          chosen: name:
+          if chosen.done || builtins.elem (backendOf name) chosen.backends then
+            chosen
+          else
+            {
+              done = backendOf name == "cpu";
+              backends = chosen.backends ++ [ (backendOf name) ];
+              names = chosen.names ++ [ name ];
+            }
+        ) { done = false; backends = [ ]; names = [ ]; } ciRanked).names;
       noVariant =
         what:
         throw "kernelnix: the ${tc.name} toolchain offers no variant of ${plan.name} on ${system}, so there is no ${what}; `kernelnix list-variants` shows the plan's variants";
@@ -250,7 +265,16 @@ let
         );
         ci = bundleOf "ci" (builtins.concatMap ciOf ciBackends);
         backendCi = util.genAttrs ciBackends (backend: bundleOf "${backend}-ci" (ciOf backend));
-        ci-test = if ciVariant == null then noVariant "ci-test" else ciTest ciVariant;
+        ci-test =
+          if ciVariant == null then
+            noVariant "ci-test"
+          else
+            scripts.ciTestOf (
+              map (name: {
+                inherit name;
+                variant = variants.${name};
+              }) ciCandidates
+            );
         kernels = scripts.kernels;
         build-and-copy = buildAndCopy;
         build-and-upload = scripts.buildAndUpload bundle buildAndCopy;

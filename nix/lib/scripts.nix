@@ -9,14 +9,12 @@
   tests,
   # The toolchain's shell and PATH for building the scripts (buildTools).
   tools,
-  # The variant whose environment the scripts without one (build-and-upload)
-  # use: the ci-test variant, or null.
-  ciVariant,
 }:
 let
   inherit (util) shellQuote;
   inherit (plan) hub;
   repoId = hub.repo-id;
+  testEnvOf = import ./test-env.nix { inherit kernelnixSrc; } { inherit plan system; };
 
   # Where a module the tests import comes from, per toolchain (MODULE: its name).
   missingModuleHint =
@@ -25,79 +23,59 @@ let
     else
       "install it into the host Python (python3 -m pip install MODULE, with that Python), or run `kernelnix generate` with a Python that has it";
 
-  # The toolchain's script environment: one for all (host), or per variant.
-  envFor = toolchain.scriptEnvFor or (variantName: toolchain.scriptEnv);
-
-  # Shell assignments for the toolchain's script environment, then its setup.
+  # Shell assignments for the toolchain's script environment of this system (the
+  # system that runs the script, whatever system a noarch variant names), then
+  # its setup.
   prelude =
-    variantName:
     builtins.concatStringsSep "" (
-      builtins.attrValues (builtins.mapAttrs (n: v: "${n}=${shellQuote "${v}"}\n") (envFor variantName))
+      builtins.attrValues (
+        builtins.mapAttrs (n: v: "${n}=${shellQuote "${v}"}\n") (toolchain.scriptEnv system)
+      )
     )
     + ''. "$hostEnv"'';
 
   # `clean`: the caller's LD_LIBRARY_PATH is dropped before the toolchain's
   # setup (ci-test, as the reference), which may set its own (hermetic).
   scriptFrom =
-    clean: variantName: name: body:
+    clean: name: body:
     util.mkScript {
       inherit system name tools;
       text = ''
         #!/bin/sh
         set -eu
         ${if clean then "unset LD_LIBRARY_PATH" else ""}
-        ${prelude variantName}
+        ${prelude}
         ${body}
       '';
     };
   script = scriptFrom false;
+
+  # Every backend but the CPU's runs its tests on a device
+  # (kernelnix.checks.ci_device.needs_device).
+  needsDevice = backend: backend != "cpu";
+  # `python -m kernelnix.checks.ci_device MODE BACKEND ...` in the Torch the
+  # variant's tests run in.
+  deviceCheck =
+    environment: mode: args:
+    ''PYTHONPATH="${environment.devicePath}" "$KERNELNIX_PYTHON" -m kernelnix.checks.ci_device ${mode} ${environment.backend} ${args}'';
 in
-{
+rec {
   # `nix run .#ciTests.<variant>`: pytest -m kernels_ci on tests/ against the
-  # built variant; exit 5 (no test selected) counts as a pass. Like the
-  # reference, the variant directory is on PYTHONPATH and in LOCAL_KERNELS;
+  # built variant (./test-env.nix); exit 5 (no test selected) counts as a pass.
   # KERNEL_PATH (the variant's output) lets tests use kernels.get_local_kernel.
   # Beyond the reference, a directory linking the variant under the kernel's
   # package name comes first on PYTHONPATH, so `import <python-name>` in a test
-  # imports the built variant. A test that fails for a missing module gets a
-  # line naming the module and where to add it.
-  #
-  # A variant built in an environment of its own (the host toolchain's locked
-  # wheels: `wheelEnv`) is tested in it, its Torch first on PYTHONPATH, as its
-  # import check loaded it, with its python-depends (`dependsEnv`) after it, and
-  # a tvm-ffi variant's Torch for its tests (`testEnv`, wheels.nix) after those. A
-  # CPU variant's environment holds Torch's CUDA wheel (PyPI has no CPU one), so
-  # the loader is told to ask for the CPU backend (kernelnix.checks.ci_backend),
-  # as users of a CUDA Torch do.
+  # imports the built variant; a test that fails for a missing module gets a
+  # line naming the module and where to add it; and a variant whose backend runs
+  # on a device is tested only where its Torch sees one (looked for when the
+  # script runs), else one sentence says so and the exit status is 2: its tests
+  # would otherwise put CPU tensors into its device-only ops.
   ciTest =
     variantName: variant:
     let
-      environment = variant.wheelEnv or null;
-      testEnv = variant.testEnv or null;
-      depends = variant.dependsEnv or null;
-      alternatives = variant.dependsAlternatives or [ ];
-      backend = plan.variants.${system}.${variantName}.backend;
-      askCpu = environment != null && backend == "cpu";
-      pathWith =
-        dependsPath:
-        builtins.concatStringsSep ":" (
-          [
-            "$packages"
-            "${variant}/${variantName}"
-          ]
-          ++ (if environment == null then [ ] else [ "${environment}" ])
-          ++ (if depends == null then [ ] else [ dependsPath ])
-          ++ (if testEnv == null then [ ] else [ "${testEnv}" ])
-          ++ (if askCpu then [ "${kernelnixSrc}" ] else [ ])
-        );
-      pythonPath = pathWith "$depends";
-      # The loader finds the kernel itself and its kernel dependencies here.
-      localKernels = builtins.concatStringsSep ":" (
-        builtins.filter (entry: entry != "") [
-          (if repoId == null then "" else "${repoId}=${variant}")
-          (variant.localKernels or "")
-        ]
-      );
+      environment = testEnvOf variantName variant;
+      inherit (environment) depends alternatives askCpu localKernels;
+      pathWith = dependsPath: "$packages:${environment.pythonPath dependsPath}";
       # Where the lock holds other releases of the python-depends, the tests run
       # with the first the package imports with, as its import check chose.
       chooseDepends =
@@ -115,15 +93,16 @@ in
           '';
     in
     if tests == null then
-      script variantName "ci-test" ''echo "ci-test: no tests/ directory; nothing to run"''
+      script "ci-test" ''echo "ci-test: no tests/ directory; nothing to run"''
     else
-      scriptFrom true variantName "ci-test" ''
+      scriptFrom true "ci-test" ''
+        ${if needsDevice environment.backend then "${deviceCheck environment "require" variantName} || exit $?" else ""}
         packages=$(mktemp -d)
         trap 'rm -rf "$packages"' EXIT
         ln -s ${variant}/${variantName} "$packages"/${shellQuote plan.python-name}
         ${if depends == null then "" else "depends=${depends}"}
         ${chooseDepends}
-        export PYTHONPATH="${pythonPath}" KERNEL_PATH=${variant} PYTHONDONTWRITEBYTECODE=1
+        export PYTHONPATH="${pathWith "$depends"}" KERNEL_PATH=${variant} PYTHONDONTWRITEBYTECODE=1
         ${if localKernels == "" then "" else "export LOCAL_KERNELS=${shellQuote localKernels}"}
         ${if askCpu then "export KERNELNIX_CI_BACKEND=cpu" else ""}
         cd ${tests}
@@ -150,16 +129,54 @@ in
         exit "$status"
       '';
 
+  # `nix run .#ci-test`: the tests of the best variant this machine can run.
+  # `candidates` ({ name; variant; }, best first): the best variant of each
+  # backend in the plan's ci-order, up to the first that needs no device. The
+  # device is looked for when the script runs, in each candidate's own Torch:
+  # the same flake output runs on machines with and without a GPU. With the
+  # device, kernel-builder's choice; without, the next candidate, saying why.
+  ciTestOf =
+    candidates:
+    let
+      first = builtins.head candidates;
+      count = builtins.length candidates;
+      attempt =
+        index: candidate:
+        let
+          environment = testEnvOf candidate.name candidate.variant;
+          run = ''exec ${ciTest candidate.name candidate.variant}/bin/ci-test "$@"'';
+          next = if index + 1 < count then (builtins.elemAt candidates (index + 1)).name else null;
+        in
+        if !(needsDevice environment.backend) then
+          run
+        else
+          ''
+            if why=$(${deviceCheck environment "probe" ""}); then
+              ${run}
+            fi
+            ${
+              if next == null then
+                ''echo "ci-test: $why, and every variant of ${plan.name} offered here needs one: nothing to test on this machine" >&2; exit 2''
+              else
+                ''echo "ci-test: $why; testing ${next}"''
+            }
+          '';
+    in
+    if count == 1 && !(needsDevice (testEnvOf first.name first.variant).backend) then
+      ciTest first.name first.variant
+    else
+      script "ci-test" (builtins.concatStringsSep "\n" (builtins.genList (i: attempt i (builtins.elemAt candidates i)) count));
+
   # `nix run .#kernels -- ...`: the `kernels` command of the toolchain's Python
   # (kernel-builder's `kernels` output).
-  kernels = script ciVariant "kernels" ''
+  kernels = script "kernels" ''
     exec "$KERNELNIX_PYTHON" -c 'import sys; from kernels.cli import main; sys.argv[0] = "kernels"; sys.exit(main())' "$@"
   '';
 
   # `nix run .#build-and-copy`: the bundle's variants into ./build, writable.
   buildAndCopy =
     bundle:
-    script ciVariant "build-and-copy" ''
+    script "build-and-copy" ''
       mkdir -p build
       for entry in ${bundle}/*; do
         [ -e "$entry" ] || continue
@@ -177,7 +194,7 @@ in
   # build.toml; upload checks every variant under the publishing policy.
   buildAndUpload =
     bundle: buildAndCopy:
-    script ciVariant "build-and-upload" (
+    script "build-and-upload" (
       if repoId == null then
         throw "kernelnix: build-and-upload needs the Hub repo: set `repo-id` under [general.hub] in build.toml, then run `kernelnix generate`"
       else

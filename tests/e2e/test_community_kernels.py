@@ -1,28 +1,39 @@
 """kernels-community's kernels through their own flake.nix, with only the input
 URL changed (tests/data/community: the kernels' files as published, without
 benchmarks, README, CARD.md and flake.lock; triton-kernels also without its
-GPU-only tests).
+GPU-only tests). kernel-builder's flakes name no toolchain, so they build the way
+a user's do: with kernelnix's default, the hermetic toolchain, in the Nix
+sandbox, each variant in its own locked Torch.
 
-A noarch Triton kernel (triton-kernels, CUDA only), noarch kernels with
-python-depends (flash-attn4: einops, tvm-ffi and nvidia-cutlass-dsl from the wheel lock)
-or load-time imports the python-import rule judges (liger-kernels: `packaging`,
-which the loader requires; trimul-gpumode: `requests`, which nothing
-guarantees), a CPU kernel with AVX-512
+A noarch kernel of every backend (einops), a noarch Triton kernel (triton-kernels,
+CUDA only), noarch kernels with python-depends (flash-attn4: einops, tvm-ffi and
+nvidia-cutlass-dsl from the wheel lock) or load-time imports the python-import
+rule judges (liger-kernels: `packaging`, which the loader requires;
+trimul-gpumode: `requests`, which nothing guarantees), a CPU kernel with AVX-512
 code (quantization-gptq), a multi-backend kernel (relu: CPU, CUDA, ROCm, XPU,
 Metal), a CPU + CUDA + XPU kernel (rotary) and a CUDA-only kernel
-(causal-conv1d). Each flake locks and evaluates with the host toolchain and no
-`kernelnix generate`; every bundle this machine can build is built, its
-compiled variants pass the publishing policy, ci-test runs the kernel's own
-tests, and a flake with no variant for this machine fails its bundle with each
-variant's reason. rotary and causal-conv1d, whose
-CUDA sources need the nvcc flags kernel-builder takes from Torch's CMake config
-(`--extended-lambda`, `--expt-relaxed-constexpr`), build their cu130 variant
-against the CUDA Torch (one arch, 9.0, keeps the compile short) and load.
+(causal-conv1d). Each flake locks and evaluates with no `kernelnix generate`;
+bundles are built, their compiled variants pass the publishing policy, load
+through `kernels` and pass `nix run .#ci-test`, which tests what this GPU-less
+machine can run; the dev and test shells start; a flake with no variant for this
+machine fails its bundle with each variant's reason. One case keeps the host
+toolchain (`?dir=nix/flakes/host`): its own drop-in URL. rotary and causal-conv1d,
+whose CUDA sources need the nvcc flags kernel-builder takes from Torch's CMake
+config (`--extended-lambda`, `--expt-relaxed-constexpr`), build their cu130
+variant with `build --local` against the CUDA Torch (one arch, 9.0, keeps the
+compile short) and load.
+
+The kernelnix clone's wheel lock keeps Torch 2.13's CPU build set; a second
+clone's keeps its CUDA build set too, so that einops' `torch-cuda` looks for a
+device in a CUDA Torch, and relu's CUDA variant is offered (it compiles relu.cu
+for every capability of CUDA 13: 20 minutes and more on two shared cores, so its
+tests are heavy).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -31,14 +42,9 @@ from pathlib import Path
 
 import pytest
 from cuda_venv import CUDA_VARIANT, CudaTorch
-from nix_projects import (
-    clone_worktree,
-    kernel_builder_project,
-    kernelnix_clone,
-    nix,
-    nix_environment,
-)
+from nix_projects import kernel_builder_project, kernelnix_clone, nix
 from paths import BUILD_OUTPUTS, TESTS
+from terminal import run_on_terminal
 from wheel_locks import LOADER
 
 pytestmark = [
@@ -47,10 +53,16 @@ pytestmark = [
 ]
 
 COMMUNITY = TESTS / "data" / "community"
-# What `.#backendCi` names without a host record: CPU variants of this machine's
-# Torch, and noarch variants of every backend.
+# The sandbox on, and no silent fallback to a build without it.
+SANDBOX = ("--option", "sandbox", "true", "--option", "sandbox-fallback", "false")
+CPU_SETS = ("2.13-cpu",)
+CUDA_SETS = ("2.13-cpu", "2.13-cuda-13")
+CPU = "torch213-cxx11-cpu-x86_64-linux"
+# What `.#backendCi` names: the backends of the variants offered here (the
+# compiled ones of the locked CPU build set, noarch ones of every backend).
 BACKEND_CI = {
     "causal-conv1d": [],
+    "einops": ["cpu", "cuda", "rocm", "xpu"],
     "quantization-gptq": ["cpu"],
     "relu": ["cpu"],
     "rotary": ["cpu"],
@@ -65,26 +77,44 @@ class Community:
     root: Path
 
 
-@pytest.fixture(scope="module")
-def community(tmp_path_factory: pytest.TempPathFactory) -> Community:
-    url = clone_worktree(tmp_path_factory.mktemp("kernelnix"))
-    env = nix_environment(tmp_path_factory.mktemp("nix") / "registry.json", url)
-    return Community(url, env, tmp_path_factory.mktemp("community"))
+def community_clone(work: Path, build_sets: tuple[str, ...]) -> Community:
+    url, env = kernelnix_clone(work / "kernelnix", build_sets)
+    return Community(url, env, work)
 
 
-@pytest.fixture(scope="module")
-def project(community: Community) -> Callable[[str], Path]:
-    """`project(name)`: the kernel with its flake pointing at kernelnix, once per module."""
+def projects(clone: Community) -> Callable[[str], Path]:
+    """`make(name)`: the kernel with its flake pointing at `clone`, once per module."""
     made: dict[str, Path] = {}
 
     def make(name: str) -> Path:
         if name not in made:
             made[name] = kernel_builder_project(
-                COMMUNITY / name, community.root / name, community.url
+                COMMUNITY / name, clone.root / name, clone.url, host=False
             )
         return made[name]
 
     return make
+
+
+@pytest.fixture(scope="module")
+def community(tmp_path_factory: pytest.TempPathFactory) -> Community:
+    return community_clone(tmp_path_factory.mktemp("community"), CPU_SETS)
+
+
+@pytest.fixture(scope="module")
+def project(community: Community) -> Callable[[str], Path]:
+    return projects(community)
+
+
+@pytest.fixture(scope="module")
+def with_cuda(tmp_path_factory: pytest.TempPathFactory) -> Community:
+    """A clone whose lock keeps the CUDA build set too."""
+    return community_clone(tmp_path_factory.mktemp("with-cuda"), CUDA_SETS)
+
+
+@pytest.fixture(scope="module")
+def cuda_project(with_cuda: Community) -> Callable[[str], Path]:
+    return projects(with_cuda)
 
 
 def test_the_kernels_carry_their_published_flake() -> None:
@@ -108,8 +138,8 @@ def test_locks_and_evaluates(
     assert json.loads(done.stdout) == BACKEND_CI[name]
 
 
-def build_bundle(community: Community, directory: Path) -> Path:
-    nix(directory, community.env, "build", ".#bundle")
+def build_bundle(directory: Path, env: dict[str, str]) -> Path:
+    nix(directory, env, "build", ".#bundle", *SANDBOX)
     bundle = (directory / "result").resolve()
     assert sorted(p.name for p in bundle.iterdir()), "an empty bundle"
     return bundle
@@ -117,7 +147,7 @@ def build_bundle(community: Community, directory: Path) -> Path:
 
 def assert_publishable(bundle: Path, env: dict[str, str]) -> None:
     """Every compiled variant of `bundle` passes the publishing policy (glibc 2.27, a
-    private C++ runtime): the host toolchain built it against the glibc target."""
+    private C++ runtime)."""
     compiled = [p for p in sorted(bundle.iterdir()) if any(p.glob("*.so"))]
     assert compiled, sorted(bundle.iterdir())
     for variant in compiled:
@@ -141,74 +171,200 @@ print("loaded", *sys.argv[2:])
 """
 
 
-def test_a_noarch_triton_kernel_builds_and_loads(
-    community: Community, project: Callable[[str], Path], cuda_torch: CudaTorch
-) -> None:
-    """No host record, no CUDA here: the noarch torch-cuda variant is still offered,
-    built (its import check skipped by the CPU Torch) and loads with a CUDA Torch."""
-    directory = project("triton-kernels")
-    bundle = build_bundle(community, directory)
-    assert sorted(p.name for p in bundle.iterdir()) == ["torch-cuda"]
-    metadata = json.loads((bundle / "torch-cuda" / "metadata.json").read_text())
-    assert metadata["backend"]["type"] == "cuda"
+def assert_loads(bundle: Path, python: str | Path, env: dict[str, str], *modules: str) -> None:
     done = subprocess.run(
-        [cuda_torch.python, "-c", LOAD, bundle, "matmul_ogs", "routing"],
-        capture_output=True, text=True, env=cuda_torch.env, check=False,
-    )  # fmt: skip
+        [python, "-c", LOAD, bundle, *modules], capture_output=True, text=True, env=env
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "loaded matmul_ogs routing"
+    assert done.stdout.strip() == " ".join(["loaded", *modules])
 
 
-@pytest.mark.parametrize(
-    ("name", "args"),
-    [
-        # Its tests import `quantization_gptq` and are not marked kernels_ci: one
-        # case, selected by the arguments after `--`, runs the AVX-512 kernel.
-        # About 110 s: `pytest --heavy`.
-        pytest.param(
-            "quantization-gptq",
-            ["-m", "", "-k", "test_gptq[64-1024-2048-1]"],
-            marks=pytest.mark.heavy,
-        ),
-        ("relu", []),
-    ],
-)
-def test_ci_test_runs_the_kernels_own_tests(
-    community: Community, project: Callable[[str], Path], name: str, args: list[str]
+def assert_passed(output: str) -> None:
+    assert re.search(r"\b[0-9]+ passed", output), output
+    assert " failed" not in output and " error" not in output, output
+
+
+@pytest.mark.parametrize(("name", "modules"), [("relu", ["layers"]), ("quantization-gptq", [])])
+def test_a_bundle_builds_loads_and_passes_ci_test(
+    community: Community, project: Callable[[str], Path], name: str, modules: list[str]
 ) -> None:
+    """The bundle of the CPU variant the lock offers, built in the sandbox, held to
+    the publishing policy, loaded through `kernels` in this machine's Torch 2.13,
+    and tested by `nix run .#ci-test` in the variant's own locked Torch."""
     directory = project(name)
-    bundle = build_bundle(community, directory)
+    bundle = build_bundle(directory, community.env)
+    assert [p.name for p in bundle.iterdir() if p.name.startswith("torch")] == [CPU]
     assert_publishable(bundle, community.env)
-    done = nix(directory, community.env, "run", ".#ci-test", "--", *args)
-    assert " passed" in done.stdout, done.stdout
-    assert "failed" not in done.stdout and "error" not in done.stdout, done.stdout
-
-
-# About 200 s, over CI's budget; a ci-test in a variant's own locked Torch is in CI
-# through the hermetic toolchain's (test_kernel_deps.py, test_nix_flake.py's template).
-@pytest.mark.heavy
-def test_ci_test_runs_a_locked_variant_in_its_own_torch(tmp_path: Path) -> None:
-    """relu's tests load it with `kernels.get_kernel` (LOCAL_KERNELS). With Torch
-    2.14's CPU build set locked, ci-test picks the torch214 CPU variant and runs
-    the tests in its own environment (Torch 2.14.1's CUDA wheel, in which the
-    loader is told to ask for the CPU backend), not in this machine's Torch 2.13,
-    whose loader finds no variant for it."""
-    url, env = kernelnix_clone(tmp_path / "kernelnix", ("2.14-cpu",))
-    directory = kernel_builder_project(COMMUNITY / "relu", tmp_path / "relu", url)
-    bundle = build_bundle(Community(url, env, tmp_path), directory)
-    assert "torch214-cxx11-cpu-x86_64-linux" in {p.name for p in bundle.iterdir()}
-    done = nix(directory, env, "run", ".#ci-test")
-    assert " passed" in done.stdout, done.stdout
-    assert "failed" not in done.stdout and "error" not in done.stdout, done.stdout
-    script = nix(directory, env, "eval", "--raw", ".#ci-test.outPath").stdout
+    assert_loads(bundle, "python3", community.env, *modules)
+    done = nix(directory, community.env, "run", ".#ci-test", *SANDBOX)
+    if name == "relu":
+        assert_passed(done.stdout)
+    else:
+        # Its tests import `quantization_gptq` and are not marked kernels_ci.
+        assert "ci-test: no kernels_ci tests selected" in done.stdout, done.stdout
+    script = nix(directory, community.env, "eval", "--raw", ".#ci-test.outPath").stdout
     text = (Path(script) / "bin" / "ci-test").read_text()
-    assert "kernelnix-env-2.14-cpu" in text and "KERNELNIX_CI_BACKEND=cpu" in text
+    assert "kernelnix-env-2.13-cpu" in text and "KERNELNIX_CI_BACKEND=cpu" in text
+
+
+# One case of the AVX-512 kernel, selected by the arguments after `--`: about
+# 110 s of its tests on two cores.
+@pytest.mark.heavy
+def test_ci_test_passes_arguments_to_pytest(
+    community: Community, project: Callable[[str], Path]
+) -> None:
+    directory = project("quantization-gptq")
+    build_bundle(directory, community.env)
+    args = ["-m", "", "-k", "test_gptq[64-1024-2048-1]"]
+    done = nix(directory, community.env, "run", ".#ci-test", *SANDBOX, "--", *args)
+    assert_passed(done.stdout)
+
+
+def test_the_host_toolchain_s_url_builds_and_tests_with_this_machine(
+    tmp_path: Path, community: Community
+) -> None:
+    """kernelnix's flake with the host toolchain as default (`?dir=nix/flakes/host`),
+    with sandbox = false: relu's CPU variant of this machine's Torch, tested in it."""
+    directory = kernel_builder_project(COMMUNITY / "relu", tmp_path / "relu", community.url)
+    nix(directory, community.env, "build", ".#bundle")
+    done = nix(directory, community.env, "run", ".#ci-test")
+    assert_passed(done.stdout)
+
+
+def test_ci_test_tests_what_this_machine_can_run(
+    with_cuda: Community, cuda_project: Callable[[str], Path]
+) -> None:
+    """einops is noarch for every backend. kernel-builder's order tests its CUDA
+    variant first; without a GPU, ci-test looks for each device in the variant's own
+    Torch when it runs, says why it moves on, and tests the CPU variant. The CUDA
+    variant's own ci-test refuses in one sentence."""
+    directory, env = cuda_project("einops"), with_cuda.env
+    bundle = build_bundle(directory, env)
+    assert sorted(p.name for p in bundle.iterdir()) == [
+        "torch-cpu", "torch-cuda", "torch-rocm", "torch-xpu"
+    ]  # fmt: skip
+    assert_loads(bundle, "python3", env)
+    done = nix(directory, env, "run", ".#ci-test", *SANDBOX)
+    assert (
+        "ci-test: no CUDA device here (Torch 2.13.0+cu130: Found no NVIDIA driver on your "
+        "system); testing torch-rocm"
+    ) in done.stdout, done.stdout
+    assert "testing torch-cpu" in done.stdout
+    assert_passed(done.stdout)
+    refused = nix(directory, env, "run", ".#ciTests.torch-cuda", *SANDBOX, check=False)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    (sentence,) = [line for line in refused.stderr.splitlines() if "ci-test:" in line]
+    assert sentence.startswith(
+        "ci-test: torch-cuda needs a CUDA device, and this machine has none (Torch 2.13.0+cu130:"
+    ), sentence
+    assert " passed" not in refused.stdout
+
+
+# The outputs that run on this machine: each must be built from this system's
+# derivations, whatever system a noarch variant names.
+RUNNABLE = ["ci-test", "ciTests.torch-cpu", "kernels", "build-and-copy", "build-and-upload"]
+
+
+def test_no_output_builds_another_system_s_derivation(
+    with_cuda: Community, cuda_project: Callable[[str], Path]
+) -> None:
+    """The lock holds aarch64-linux's toolchain too; a noarch variant is in both
+    systems' plans. Every derivation in the closures of the runnable outputs and the
+    shells of x86_64-linux is x86_64-linux's or Nix's own (fetches)."""
+    directory, env = cuda_project("einops"), with_cuda.env
+    attributes = [f"packages.x86_64-linux.{name}" for name in RUNNABLE] + [
+        "devShells.x86_64-linux.default",
+        "devShells.x86_64-linux.test",
+    ]
+    for attribute in attributes:
+        drv = nix(directory, env, "eval", "--raw", f".#{attribute}.drvPath").stdout
+        shown = json.loads(nix(directory, env, "show-derivation", "-r", drv).stdout)
+        systems = {d["system"] for d in shown.values()}
+        assert systems == {"x86_64-linux", "builtin"}, (attribute, systems)
+        urls = [d["env"].get("url", "") for d in shown.values()]
+        assert not [u for u in urls if "aarch64" in u or "arm64" in u], attribute
+
+
+def test_the_dev_and_test_shells_have_the_variant_s_torch(
+    community: Community, project: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """`kernelnix devshell` and `testshell` (nix develop, whose builder must be a
+    bash: the registry's static bash) on relu's flake: the dev shell has the
+    registry's compilers, CMake and `python3` with the variant's locked Torch; the
+    test shell has the built variant on PYTHONPATH, and its tests pass there."""
+    directory = project("relu")
+    build_bundle(directory, community.env)
+    env = {**community.env, "NIX_CONFIG": community.env["NIX_CONFIG"] + "\nsandbox = true"}
+    show = (
+        "python3 -c \"import torch; print('torch', torch.__version__)\"; "
+        'echo "cc: $(basename "$CC")"; cmake --version; exit\n'
+    )
+    code, output = run_on_terminal(["kernelnix", "devshell", str(directory)], show, env, 300)
+    assert code == 0, output
+    assert "torch 2.13.0+cu130" in output and "cc: gcc" in output, output
+    assert "cmake version 4." in output, output
+    run_tests = (
+        'echo "first: ${PYTHONPATH%%:*}"; '
+        "python3 -m pytest -q --color=no -p no:cacheprovider -m kernels_ci tests; exit\n"
+    )
+    code, output = run_on_terminal(["kernelnix", "testshell", str(directory)], run_tests, env, 300)
+    assert code == 0, output
+    assert re.search(rf"first: /nix/store/[a-z0-9]{{32}}-relu-{CPU}/{CPU}", output), output
+    assert re.search(r"\b2 passed", output), output
+
+
+def test_the_default_toolchain_is_hermetic(
+    community: Community, project: Callable[[str], Path]
+) -> None:
+    directory = project("relu")
+    drv = nix(
+        directory, community.env, "eval", "--raw", f".#packages.x86_64-linux.{CPU}.drvPath"
+    ).stdout
+    shown = json.loads(nix(directory, community.env, "show-derivation", drv).stdout)
+    assert next(iter(shown.values()))["env"]["toolchainName"] == "hermetic"
+
+
+# relu's CUDA variant compiles relu.cu for every default capability of CUDA 13: it
+# passed in 34 minutes of a shared two-core machine, beyond CI's budget.
+@pytest.mark.heavy
+def test_a_cuda_variant_is_published_and_its_tests_need_a_device(
+    with_cuda: Community, cuda_project: Callable[[str], Path]
+) -> None:
+    """relu's CUDA variant built in the sandbox meets the publishing policy (its
+    import was checked in its build, in its CUDA Torch). Without a GPU, its own
+    ci-test refuses in one sentence; ci-test says why and tests the CPU variant."""
+    directory, env = cuda_project("relu"), with_cuda.env
+    cuda = "torch213-cxx11-cu130-x86_64-linux"
+    bundle = build_bundle(directory, env)
+    assert sorted(p.name for p in bundle.iterdir() if p.name.startswith("torch")) == [CPU, cuda]
+    assert_publishable(bundle, env)
+    refused = nix(directory, env, "run", f".#ciTests.{cuda}", *SANDBOX, check=False)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert f"ci-test: {cuda} needs a CUDA device, and this machine has none (" in refused.stderr
+    done = nix(directory, env, "run", ".#ci-test", *SANDBOX)
+    assert "ci-test: no CUDA device here (Torch 2.13.0+cu130: " in done.stdout, done.stdout
+    assert f"; testing {CPU}" in done.stdout
+    assert_passed(done.stdout)
 
 
 def variant_log(directory: Path, env: dict[str, str], name: str) -> str:
     """The build log of the bundle's variant `name`: its checks' verdict."""
     drv = nix(directory, env, "eval", "--raw", f".#packages.x86_64-linux.{name}.drvPath").stdout
     return nix(directory, env, "log", drv).stdout
+
+
+def test_a_noarch_triton_kernel_builds_and_loads(
+    community: Community, project: Callable[[str], Path], cuda_torch: CudaTorch
+) -> None:
+    """No CUDA Torch locked, no CUDA here: the noarch torch-cuda variant is still
+    offered, built (its import check skipped: no Torch to load it with) and loads
+    with a CUDA Torch."""
+    directory = project("triton-kernels")
+    bundle = build_bundle(directory, community.env)
+    assert sorted(p.name for p in bundle.iterdir()) == ["torch-cuda"]
+    metadata = json.loads((bundle / "torch-cuda" / "metadata.json").read_text())
+    assert metadata["backend"]["type"] == "cuda"
+    assert_loads(bundle, cuda_torch.python, cuda_torch.env, "matmul_ogs", "routing")
 
 
 def test_python_depends_come_from_the_lock_and_the_variant_loads_in_a_cuda_torch(
@@ -220,23 +376,25 @@ def test_python_depends_come_from_the_lock_and_the_variant_loads_in_a_cuda_torch
     through `kernels` in that Torch with the python-depends from the lock: none of
     them is installed here. The lock holds two releases of nvidia-cutlass-dsl;
     flash-attn4 uses what the first (4.6.1) removed, so it loads with the second."""
-    url, env = kernelnix_clone(tmp_path / "kernelnix", ("2.14-cuda-13",))
-    directory = kernel_builder_project(COMMUNITY / "flash-attn4", tmp_path / "flash-attn4", url)
-    bundle = build_bundle(Community(url, env, tmp_path), directory)
+    clone = community_clone(tmp_path, ("2.14-cuda-13",))
+    directory = kernel_builder_project(
+        COMMUNITY / "flash-attn4", tmp_path / "flash-attn4", clone.url, host=False
+    )
+    bundle = build_bundle(directory, clone.env)
     assert [p.name for p in bundle.iterdir()] == ["torch-cuda"]
-    log = variant_log(directory, env, "torch-cuda")
+    log = variant_log(directory, clone.env, "torch-cuda")
     assert "redistributable, import]" in log and "ok    torch-cuda: no violations" in log, log
     assert "import check skipped" not in log
     assert "nvidia-cutlass-dsl 4.5.0, after the first python-depends' releases failed" in log
     assert "nvidia-cutlass-dsl 4.6.1)" in log
     variant = ".#packages.x86_64-linux.torch-cuda"
-    torch = nix(directory, env, "eval", "--raw", f"{variant}.wheelEnv").stdout
+    torch = nix(directory, clone.env, "eval", "--raw", f"{variant}.wheelEnv").stdout
     assert torch.endswith("-kernelnix-env-2.14-cuda-13")
-    depends = Path(nix(directory, env, "eval", "--raw", f"{variant}.dependsEnv").stdout)
+    depends = Path(nix(directory, clone.env, "eval", "--raw", f"{variant}.dependsEnv").stdout)
     assert {"einops", "tvm_ffi", "nvidia_cutlass_dsl"} <= {p.name for p in depends.iterdir()}
     # cutlass is on sys.path through the wheel's .pth file, which the hook runs.
     assert (depends / "sitecustomize.py").is_file() and any(depends.glob("*.pth"))
-    others = nix(directory, env, "eval", "--json", f"{variant}.dependsAlternatives").stdout
+    others = nix(directory, clone.env, "eval", "--json", f"{variant}.dependsAlternatives").stdout
     (other,) = json.loads(others)
     releases = {p.name for p in Path(other).iterdir() if p.name.endswith(".dist-info")}
     assert "nvidia_cutlass_dsl-4.5.0.dist-info" in releases
@@ -248,10 +406,10 @@ def test_a_module_the_loader_requires_loads_and_one_nothing_guarantees_is_refuse
     """liger-kernels imports `packaging`, which the `kernels` loader requires, when it
     loads; trimul-gpumode imports `requests`, which only a requirement of the loader's
     requirements (sigstore) brings today: one sentence names Torch and the loader."""
-    bundle = build_bundle(community, project("liger-kernels"))
+    bundle = build_bundle(project("liger-kernels"), community.env)
     assert "torch-cuda" in {p.name for p in bundle.iterdir()}
     directory = project("trimul-gpumode")
-    done = nix(directory, community.env, "build", ".#bundle", "-L", check=False)
+    done = nix(directory, community.env, "build", ".#bundle", "-L", *SANDBOX, check=False)
     assert done.returncode != 0
     assert (
         "requests: imported when the kernel loads, but it is not in the standard library, "
@@ -266,12 +424,13 @@ def test_a_flake_with_no_variant_here_fails_its_bundle(
     community: Community, project: Callable[[str], Path]
 ) -> None:
     directory = project("causal-conv1d")
-    done = nix(directory, community.env, "build", ".#bundle", check=False)
+    done = nix(directory, community.env, "build", ".#bundle", *SANDBOX, check=False)
     assert done.returncode != 0
-    assert "the host toolchain offers no variant of causal-conv1d for the bundle" in done.stderr
-    # Each CUDA variant of the plan with why it is not built here (this machine's Torch).
-    assert f"{CUDA_VARIANT}: needs " in done.stderr
-    assert "torch215-cxx11-cu132-x86_64-linux: needs " in done.stderr
+    assert "the hermetic toolchain offers no variant of causal-conv1d for the bundle" in done.stderr
+    # Each CUDA variant of the plan with why it is not built here: no locked Torch.
+    assert (
+        f"{CUDA_VARIANT}: the wheel lock has no 2.14-cuda-13 environment for cp311 on x86_64-linux"
+    ) in done.stderr, done.stderr
     assert not (directory / "result").exists()
 
 

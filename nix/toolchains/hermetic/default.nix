@@ -27,6 +27,8 @@
 #                 ld-linux, the folder of its C and C++ runtime, patchelf: for
 #                 the wheels' programs and Torch's libraries
 #     glibcTarget the glibc 2.27 sysroot (kernelnix-glibc-target.json)
+#     bash        a static bash: the builder of the `nix develop` shells
+#     pythonCommands  a folder of `python3` and `python` (the shells' Python)
 #   }
 { util, kernelnixSrc, ... }:
 {
@@ -172,18 +174,27 @@ let
       passthru = wheels.testVariables system tag variant;
     };
 
-  # Scripts and shells of a variant: the environment of its system.
-  envFor =
-    variantName:
+  # The dev and test shells (`nix develop`), which run on the user's machine: the
+  # registry's tools and `python3`, and the variant's Torch, python-depends and
+  # nvcc, as its build has them (./shell-env.sh); its compilers in CC and CXX.
+  shellEnv =
+    {
+      system,
+      name,
+      variant,
+    }:
     let
-      system = util.findFirst (s: (plan.variants.${s} or { }) ? ${variantName}) (
-        builtins.attrNames plan.variants
-      );
+      t = tools system;
     in
-    if system == null || !(has system) then
-      throw "kernelnix (hermetic toolchain): no variant ${variantName} to take an environment from"
-    else
-      scriptEnvOf system;
+    scriptEnvOf system
+    // {
+      hostEnv = ./shell-env.sh;
+      inherit (t) pythonCommands;
+      CC = t.cc;
+      CXX = t.cxx;
+      CUDAHOSTCXX = t.cxx;
+    }
+    // (if variant == null then { } else wheels.variantVariables system tag variant (wheels.entry tag variant));
 in
 {
   name = "hermetic";
@@ -196,13 +207,13 @@ in
     in
     {
       shell = t.shell;
-      bash = t.shell;
+      bash = t.bash;
       path = builtins.concatStringsSep ":" t.path;
     };
   # kernelnix's other steps (the plan, CARD.md): kernelnix without Torch.
   stepEnv = system: stepOf system "none";
-  scriptEnvFor = envFor;
-  shellEnvFor = envFor;
-  scriptEnv = throw "kernelnix (hermetic toolchain): scripts take the environment of a variant (scriptEnvFor)";
-  shellEnv = throw "kernelnix (hermetic toolchain): shells take the environment of a variant (shellEnvFor)";
+  # Scripts take the tools of the system that runs them: a noarch variant is the
+  # same on every system, and its scripts must never take another system's.
+  scriptEnv = scriptEnvOf;
+  inherit shellEnv;
 }

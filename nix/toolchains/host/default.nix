@@ -27,9 +27,11 @@
 #                           # the plan when none is committed, the bundle's CARD.md
 #     buildTools = system -> { shell; bash; path; };  # the bundle's and scripts'
 #                           # builder and PATH; bash: what `nix develop` runs
-#     scriptEnv = attrs;    # env of generated scripts: they source $hostEnv first
-#     shellEnv = attrs;     # env of dev and test shells
-#     (optional) scriptEnvFor, shellEnvFor = variantName -> attrs: per variant
+#     scriptEnv = system -> attrs;  # env of generated scripts run on `system`:
+#                           # they source $hostEnv first
+#     shellEnv = { system, name, variant } -> attrs;  # env of the dev and test
+#                           # shells of a variant (variant null: of none); they
+#                           # source $hostEnv first
 #   }
 { util, kernelnixSrc, ... }:
 {
@@ -139,7 +141,7 @@ let
     else
       null;
 
-  scriptEnv = {
+  scriptVariables = {
     hostEnv = ./env.sh;
     hostPython = if record == null then "" else record.python;
     hostPath = if record == null then "" else builtins.concatStringsSep ":" record.path;
@@ -151,7 +153,7 @@ let
   hostStep = torchRequirement: {
     builder = "/bin/sh";
     setup = ./setup.sh;
-    env = scriptEnv // {
+    env = scriptVariables // {
       kernelnix = kernelnixSrc;
       inherit torchRequirement;
     }
@@ -187,18 +189,17 @@ let
         step.env
         // locked
         // (if found == null then { } else identity locked.wheelEnv)
-        // (if usesTarget variant then { glibcTarget = glibc.target system scriptEnv; } else { });
+        // (if usesTarget variant then { glibcTarget = glibc.target system scriptVariables; } else { });
       passthru = wheels.testVariables system (tag system) variant;
     };
 in
 {
   name = "host";
   redistributable = !hostGlibc;
-  inherit
-    notOffered
-    variantEnv
-    scriptEnv
-    ;
+  inherit notOffered variantEnv;
+  # The same machine, whatever the variant: scripts and shells find its Python.
+  scriptEnv = _: scriptVariables;
+  shellEnv = _: scriptVariables;
   stepEnv = system: hostStep "any";
   # ci-test prefers what the probed Torch loads: without a record, CPU.
   ciBackendsFirst = if record == null then [ "cpu" ] else [ ];
@@ -207,5 +208,4 @@ in
     bash = "/bin/bash";
     path = "/usr/bin:/bin";
   };
-  shellEnv = scriptEnv;
 }
