@@ -285,6 +285,22 @@ def test_no_output_builds_another_system_s_derivation(
         assert not [u for u in urls if "aarch64" in u or "arm64" in u], attribute
 
 
+def test_the_other_runnable_outputs_work_under_the_default(
+    with_cuda: Community, cuda_project: Callable[[str], Path]
+) -> None:
+    """`kernels`, `build-and-copy` and `build-and-upload` (a dry run) of a noarch
+    kernel, in the sandbox: what worked with the host toolchain works here too."""
+    directory, env = cuda_project("einops"), with_cuda.env
+    done = nix(directory, env, "run", ".#kernels", *SANDBOX, "--", "--help")
+    assert "Manage compute kernels" in done.stdout, done.stdout
+    done = nix(directory, env, "run", ".#build-and-copy", *SANDBOX)
+    assert sorted(p.name for p in (directory / "build").iterdir()) == [
+        "torch-cpu", "torch-cuda", "torch-rocm", "torch-xpu"
+    ]  # fmt: skip
+    done = nix(directory, env, "run", ".#build-and-upload", *SANDBOX, "--", "--dry-run")
+    assert "dry run: nothing was sent" in done.stdout, done.stdout + done.stderr
+
+
 def test_the_dev_and_test_shells_have_the_variant_s_torch(
     community: Community, project: Callable[[str], Path], tmp_path: Path
 ) -> None:
