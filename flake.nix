@@ -4,7 +4,14 @@
   outputs =
     { self }:
     let
-      lib = import ./nix/lib { root = ./.; };
+      lib = import ./nix/lib {
+        root = ./.;
+        # Which kernelnix this is, for the build provenance of what it builds.
+        revision = {
+          rev = self.rev or null;
+          narHash = self.narHash or null;
+        };
+      };
       perSystem = system: {
         # `nix run <kernelnix> -- generate .`: python3 (or $KERNELNIX_PYTHON)
         # with this source on PYTHONPATH.

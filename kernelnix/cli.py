@@ -88,6 +88,11 @@ class CommandEntry(NamedTuple):
 # what the modules import (pydantic, Jinja2, ...). The summary is written here
 # only: `command` puts it at the head of the command's own help.
 COMMANDS: dict[str, CommandEntry] = {
+    "archive": CommandEntry(
+        "reproduce",
+        "Copy the downloads DIRECTORY's bundle is built from into a binary cache, so that "
+        "it can be built (and reproduced) after a registry drops a file.",
+    ),
     "build": CommandEntry(
         "build", "Build the variants of DIRECTORY/build.toml into DIRECTORY/build/."
     ),
@@ -96,6 +101,11 @@ COMMANDS: dict[str, CommandEntry] = {
     ),
     "build-and-upload": CommandEntry(
         "author", "Build DIRECTORY's bundle with Nix, then upload exactly what was built."
+    ),
+    "bundle": CommandEntry(
+        "bundle",
+        "Put built variants side by side in OUT, each with its build provenance (the step "
+        "a flake's bundle runs).",
     ),
     "build-variant": CommandEntry(
         "build_variant",

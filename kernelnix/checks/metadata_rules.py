@@ -2,15 +2,19 @@
 
 `metadata_readable`, `metadata_fields` and `metadata_matches_variant` cover what
 the other checks rely on (`name`, `id`, `backend.type`); `metadata_model`
-reports what kernelnix.plan.metadata's reader found wrong with the whole file.
+reports what kernelnix.plan.metadata's reader found wrong with the whole file;
+`metadata_provenance` holds the build provenance of a bundle's variant to its files.
 """
 
 from __future__ import annotations
 
+import hashlib
 import keyword
 from collections.abc import Iterable
+from pathlib import Path
 
 from kernelnix.checks.context import VariantContext
+from kernelnix.checks.files import hashed_files
 from kernelnix.checks.report import VARIANT_FILE, Violation
 
 METADATA = "metadata.json"
@@ -102,3 +106,60 @@ def metadata_model(ctx: VariantContext) -> Iterable[Violation]:
             limit="the metadata.json schema of the kernels loader",
             fix="regenerate metadata.json with the build, do not edit it by hand",
         )
+
+
+def metadata_provenance(ctx: VariantContext) -> Iterable[Violation]:
+    """The build provenance a bundle records (`provenance.slsa`, SLSA v1): its
+    subject is the variant's files with their sha256, it names this variant, and
+    its source commit is the one the build recorded."""
+    model = ctx.metadata_read.model
+    slsa = model.provenance.slsa if model is not None and model.provenance else None
+    if model is None or slsa is None:
+        return
+    key = "provenance.slsa"
+
+    def violation(subject: str, found: str, limit: str) -> Violation:
+        return Violation(
+            rule="provenance",
+            file=METADATA,
+            subject=f"{key}.{subject}",
+            found=found,
+            limit=limit,
+            fix="build the bundle again through the kernel's flake; do not edit the files "
+            "or the provenance of a built variant",
+        )
+
+    recorded = {entry.name or "": entry.digest.get("sha256") for entry in slsa.subject}
+    files = hashed_files(ctx.variant_dir)
+    for missing in sorted(set(files) - recorded.keys()):
+        yield violation("subject", f"{missing} is not in it", "every file the loader hashes")
+    for extra in sorted(recorded.keys() - set(files)):
+        yield violation("subject", f"{extra} names no file of the variant", "the variant's files")
+    for name in sorted(recorded.keys() & set(files)):
+        if recorded[name] != file_sha256(ctx.variant_dir / name):
+            yield violation(
+                "subject", f"{name}: its sha256 differs from the file's", "the built file's sha256"
+            )
+    parameters = slsa.predicate.build_definition.external_parameters
+    if parameters.variant != ctx.variant_dir.name:
+        yield violation(
+            "predicate.buildDefinition.externalParameters.variant",
+            f"{parameters.variant!r}, but the directory is {ctx.variant_dir.name!r}",
+            "the variant's name",
+        )
+    kernel = model.provenance.kernel if model.provenance else None
+    commit = parameters.source.digest.get("gitCommit")
+    if kernel is not None and commit is not None and commit.lower() != kernel.commit.lower():
+        yield violation(
+            "predicate.buildDefinition.externalParameters.source",
+            f"commit {commit}, but provenance.kernel.commit is {kernel.commit}",
+            "the commit the variant was built from",
+        )
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

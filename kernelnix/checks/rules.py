@@ -23,6 +23,7 @@ from kernelnix.checks.metadata_rules import (
     metadata_fields,
     metadata_matches_variant,
     metadata_model,
+    metadata_provenance,
     metadata_readable,
 )
 from kernelnix.checks.policy import Policy, PolicyError, load_policy
@@ -37,6 +38,7 @@ METADATA_RULES: list[VariantRule] = [
     metadata_fields,
     metadata_model,
     metadata_matches_variant,
+    metadata_provenance,
 ]
 
 

@@ -10,6 +10,7 @@ import click
 from kernelnix.cli import DIR_ARGUMENT, command, print_warnings, reports_user_errors
 from kernelnix.config import load_config
 from kernelnix.host.kernel_deps import Dependency, hub_api, lock_tree
+from kernelnix.host.network import hub_requests
 from kernelnix.plan.kernel_deps import ref_version
 from kernelnix.plan.kernel_lock import FILES_LOCK_NAME, LOCK_NAME, write_files_lock, write_lock
 from kernelnix.plan.variant_metadata import kernel_depends_for
@@ -37,7 +38,8 @@ def lock_kernels(directory: Path) -> None:
     config = loaded.config
     entries = [ref for b in config.backends for ref in kernel_depends_for(config, b)]
     roots = dict.fromkeys(Dependency(ref.repo_id, ref_version(ref)) for ref in entries)
-    tree = lock_tree(roots, hub_api())
+    with hub_requests("resolve the kernel-depends of build.toml on the Hub"):
+        tree = lock_tree(roots, hub_api())
     write_lock(directory / LOCK_NAME, tree.locks)
     write_files_lock(directory / FILES_LOCK_NAME, tree.files)
     click.echo(f"{directory / LOCK_NAME}: {len(tree.locks)} kernel(s) locked")

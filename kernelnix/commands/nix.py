@@ -7,6 +7,7 @@ kernelnix.project.nix as well.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,22 @@ from kernelnix.project.nix import NixOptions, build_and_copy, enter_shell
 from kernelnix.variants.matrix import TOOLCHAINS
 
 
+def archive_url(value: str) -> str:
+    """A cache as Nix names a store: a folder becomes file://<its absolute path>, a
+    Hub dataset (hf://datasets/OWNER/NAME) the URL its files are served at."""
+    hub = re.fullmatch(r"hf://datasets/([\w.-]+/[\w.-]+)", value)
+    if hub:
+        from kernelnix.host.network import hub_endpoint
+
+        return f"{hub_endpoint()}/datasets/{hub.group(1)}/resolve/main"
+    if "://" in value:
+        return value
+    return f"file://{Path(value).resolve()}"
+
+
 def nix_options(func: Any) -> Any:
-    """The options passed through to nix (-L, --max-jobs, --cores), given to
-    `func` as one `nix: NixOptions` argument."""
+    """The options passed through to nix (-L, --max-jobs, --cores, --archive), given
+    to `func` as one `nix: NixOptions` argument."""
 
     @functools.wraps(func)
     def with_nix_options(
@@ -30,9 +44,11 @@ def nix_options(func: Any) -> Any:
         print_build_logs: bool,
         max_jobs: int | None,
         cores: int | None,
+        archives: tuple[str, ...],
         **kwargs: Any,
     ) -> Any:
-        return func(*args, nix=NixOptions(print_build_logs, max_jobs, cores), **kwargs)
+        options = NixOptions(print_build_logs, max_jobs, cores, archives)
+        return func(*args, nix=options, **kwargs)
 
     options = [
         click.option("-L", "--print-build-logs", is_flag=True, help="Show build logs."),
@@ -41,6 +57,16 @@ def nix_options(func: Any) -> Any:
             "--cores",
             type=click.IntRange(min=0),
             help="CPU cores each build may use (0: all).",
+        ),
+        click.option(
+            "--archive",
+            "archives",
+            multiple=True,
+            metavar="CACHE",
+            type=archive_url,
+            help="A binary cache that keeps the build's downloads (kernelnix archive), used "
+            "where a registry no longer has a file (repeatable; flake.nix's nixConfig "
+            "extra-substituters too).",
         ),
     ]
     decorated: Any = with_nix_options

@@ -6,13 +6,15 @@ how to fix it. kernelnix's Nix commands fetch them first with
 `environments.fetch_wheel` (resumed downloads, hash checked, nothing half-written),
 into the store paths Nix's fetches would make, so that a file gone from Debian's
 mirror, a hash mismatch or an interrupted download is one clear error, and Nix
-then finds every path present.
+then finds every path present. A file gone from its registry is taken from an
+archive where one is named (`kernelnix archive`, `--archive`): a binary cache
+whose copy Nix checks by the file's hash.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +93,12 @@ def prefetch_toolchain(
     lock_file: Path = LOCK_FILE,
     wheel_lock_file: Path = WHEEL_LOCK_FILE,
     cache: Path | None = None,
+    archives: Sequence[str] = (),
 ) -> list[Path]:
-    """Fetch the toolchain's files of `system` (each once per machine): their paths."""
+    """Fetch the toolchain's files of `system` (each once per machine): their paths;
+    a file its registry no longer has comes from `archives` (binary caches)."""
     lock = json.loads(lock_file.read_text())
     wheel_lock = json.loads(wheel_lock_file.read_text())
     where = cache or cache_dir()
-    return [fetch_wheel(f, where, log) for f in toolchain_files(system, lock, wheel_lock)]
+    files = toolchain_files(system, lock, wheel_lock)
+    return [fetch_wheel(f, where, log, archives) for f in files]

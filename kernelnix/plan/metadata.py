@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import (
     AliasChoices,
@@ -30,6 +30,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic.alias_generators import to_camel
 
 from kernelnix import __version__
 from kernelnix.config.base import FileModel
@@ -140,10 +141,92 @@ class BuildProvenance(Record):
     )
 
 
+# The build provenance of a variant built through a kernel's flake: SLSA build
+# provenance v1 as an in-toto statement (what was built: the files the loader
+# hashes, with their sha256; from what: the source, kernelnix, the toolchain
+# lock, the locked wheels; by what: Nix and its derivation). Its keys are
+# SLSA's, in camelCase. The bundle step records it (`kernelnix
+# bundle`); `kernelnix hash` adds the source repository's URL from
+# git where the flake could not know it. docs/hermetic.md maps the fields.
+IN_TOTO_STATEMENT: Final = "https://in-toto.io/Statement/v1"
+SLSA_PROVENANCE: Final = "https://slsa.dev/provenance/v1"
+BUILD_TYPE: Final = "urn:kernelnix:nix-flake-variant:v1"
+BUILDER_ID: Final = "urn:kernelnix:nix"
+
+
+class SlsaRecord(Record):
+    """A table of the SLSA statement: its keys are camelCase."""
+
+    model_config = ConfigDict(alias_generator=to_camel)
+
+
+class ResourceDescriptor(SlsaRecord):
+    """An artifact or input: a name and/or URI, and its digests (`sha256`, `gitCommit`)."""
+
+    name: str | None = None
+    uri: str | None = None
+    digest: dict[str, str] = Field(default_factory=dict)
+
+
+class SourceParameter(ResourceDescriptor):
+    """The kernel's source: its repository (where known), commit and whether the
+    work tree was dirty."""
+
+    dirty: bool
+
+
+class ExternalParameters(SlsaRecord):
+    source: SourceParameter
+    variant: str = Field(description="The variant built (its flake attribute).")
+    toolchain: str = Field(description="The kernelnix toolchain that built it.")
+
+
+class BuildDefinition(SlsaRecord):
+    build_type: Literal["urn:kernelnix:nix-flake-variant:v1"] = BUILD_TYPE
+    external_parameters: ExternalParameters
+    resolved_dependencies: list[ResourceDescriptor]
+
+
+class Builder(SlsaRecord):
+    id: Literal["urn:kernelnix:nix"] = BUILDER_ID
+    version: dict[str, str] = Field(description="Nix's and kernelnix's versions.")
+
+
+class BuildMetadata(SlsaRecord):
+    invocation_id: str = Field(
+        description="The variant's Nix derivation (`/nix/store/...drv`).",
+        pattern=r"^/nix/store/[0-9a-df-np-sv-z]{32}-[^/]+\.drv$",
+    )
+
+
+class RunDetails(SlsaRecord):
+    builder: Builder
+    metadata: BuildMetadata
+
+
+class SlsaPredicate(SlsaRecord):
+    build_definition: BuildDefinition
+    run_details: RunDetails
+
+
+class SlsaStatement(SlsaRecord):
+    type: Literal["https://in-toto.io/Statement/v1"] = Field(
+        default=IN_TOTO_STATEMENT, alias="_type"
+    )
+    subject: list[ResourceDescriptor] = Field(
+        description="The variant's files the loader hashes, each with its sha256."
+    )
+    predicate_type: Literal["https://slsa.dev/provenance/v1"] = SLSA_PROVENANCE
+    predicate: SlsaPredicate
+
+
 class Provenance(Record):
     kernel_builder: BuilderVersion = Field(description="The tool that built the variant.")
     kernel: KernelGit | None = None
     kernelnix: BuildProvenance | None = None
+    slsa: SlsaStatement | None = Field(
+        default=None, description="How the variant was built, SLSA build provenance v1 (in-toto)."
+    )
 
 
 @cache

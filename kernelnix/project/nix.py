@@ -19,10 +19,9 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
+import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -48,11 +47,14 @@ NIX_FEATURES = ("--extra-experimental-features", "nix-command flakes")
 
 @dataclass(frozen=True)
 class NixOptions:
-    """Options passed through to `nix build` / `nix run`."""
+    """Options passed through to `nix build` / `nix run`; `archives`: binary caches
+    that keep the fixed-output downloads (`kernelnix archive`), used where a
+    registry no longer has a file."""
 
     print_build_logs: bool = False
     max_jobs: int | None = None
     cores: int | None = None
+    archives: tuple[str, ...] = ()
 
     @property
     def given(self) -> bool:
@@ -95,13 +97,50 @@ def nix_command(*args: str) -> list[str]:
 
 @dataclass(frozen=True)
 class FlakeProject:
-    """A kernel directory Nix builds, and the arguments every Nix call on it takes."""
+    """A kernel directory Nix builds, and the arguments every Nix call on it takes:
+    input overrides, and the archives its builds may substitute downloads from
+    (the command line's and those the flake's nixConfig names)."""
 
     root: Path
     overrides: tuple[str, ...] = ()
+    archives: tuple[str, ...] = ()
 
     def ref(self, attribute: str) -> str:
         return f"{self.root}#{attribute}"
+
+    @property
+    def substituters(self) -> tuple[str, ...]:
+        """The archives as extra substituters: Nix checks what they serve of a
+        fixed-output download by its hash (unsigned is fine)."""
+        if not self.archives:
+            return ()
+        return ("--option", "extra-substituters", " ".join(self.archives))
+
+    @property
+    def nix_args(self) -> tuple[str, ...]:
+        """What every `nix` command on the flake takes: input overrides, substituters."""
+        return (*self.overrides, *self.substituters)
+
+
+def flake_archives(root: Path) -> tuple[str, ...]:
+    """The binary caches flake.nix names in nixConfig (extra-)substituters: Nix uses
+    them for a plain `nix build` only with accept-flake-config; kernelnix passes them."""
+    if not (root / FLAKE_FILE).is_file():
+        return ()
+    command = nix_command(
+        "eval",
+        "--json",
+        "--file",
+        str(root / FLAKE_FILE),
+        "--apply",
+        "flake: let c = flake.nixConfig or { }; in "
+        "(c.substituters or [ ]) ++ (c.extra-substituters or [ ])",
+    )
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return ()
+    found = json.loads(done.stdout)
+    return tuple(found) if isinstance(found, list) else ()
 
 
 @dataclass(frozen=True)
@@ -138,6 +177,7 @@ def run(
     An interactive `shell` keeps the terminal: its stderr is not read."""
     click.echo(shown(command), err=True)
     tail: deque[str] = deque(maxlen=400)  # the end is where Nix says what failed
+    captured: list[str] = []
     with subprocess.Popen(
         list(command),
         cwd=cwd,
@@ -145,10 +185,17 @@ def run(
         stdout=subprocess.PIPE if capture else None,
         stderr=None if shell else subprocess.PIPE,
     ) as process:
+        # Read beside stderr: a large output (show-derivation --recursive) would
+        # otherwise fill its pipe and stop Nix while stderr is read to its end.
+        reader = threading.Thread(
+            target=lambda: captured.append(process.stdout.read() if process.stdout else "")
+        )
+        reader.start()
         for line in process.stderr or ():
             sys.stderr.write(line)
             tail.append(line)
-        stdout = process.stdout.read() if process.stdout is not None else ""
+        reader.join()
+        stdout = "".join(captured)
     if process.returncode != 0:
         explained = explain_nix_error("".join(tail))
         if explained is None:
@@ -215,8 +262,9 @@ def input_overrides(root: Path) -> tuple[str, ...]:
     return ("--override-input", "kernelnix", library_url())
 
 
-def prepare(directory: Path) -> FlakeProject:
-    """Refresh and stage the generated files; return the flake project Nix builds.
+def prepare(directory: Path, archives: Sequence[str] = ()) -> FlakeProject:
+    """Refresh and stage the generated files; return the flake project Nix builds,
+    with `archives` and those its flake.nix names.
 
     Nothing is written for a kernel git does not track, nor without Nix.
     """
@@ -230,7 +278,8 @@ def prepare(directory: Path) -> FlakeProject:
     _stage(root, [w.path.name for w in generated.written])
     # Private dependencies too: kernelnix fetches them with HF_TOKEN, Nix cannot.
     store_kernel_deps(kernel_deps_of(generated.plan, current_system()))
-    project = FlakeProject(root, input_overrides(root))
+    named = tuple(dict.fromkeys([*archives, *flake_archives(root)]))
+    project = FlakeProject(root, input_overrides(root), named)
     if project.overrides:
         click.echo(f"note: flake input `kernelnix` is {project.overrides[-1]}", err=True)
     return project
@@ -251,7 +300,7 @@ def variants(project: FlakeProject, systems: Sequence[str] | None = None) -> dic
         f"value = packages.${{system}}.variants or [ ]; }}) ({wanted}))"
     )
     command = nix_command(
-        "eval", "--json", project.ref("packages"), *project.overrides, "--apply", select
+        "eval", "--json", project.ref("packages"), *project.nix_args, "--apply", select
     )
     result: dict[str, list[str]] = json.loads(run(command, capture=True))
     return result
@@ -270,7 +319,7 @@ def _not_offered_reason(project: FlakeProject, system: str, variant: str) -> str
         "eval",
         "--json",
         attribute,
-        *project.overrides,
+        *project.nix_args,
         "--apply",
         f"r: r.{nix_string(variant)} or null",
     )
@@ -281,7 +330,7 @@ def _not_offered_reason(project: FlakeProject, system: str, variant: str) -> str
     return f": {reason}" if isinstance(reason, str) else ""
 
 
-def _require_offered(project: FlakeProject, *wanted: str) -> None:
+def require_offered(project: FlakeProject, *wanted: str) -> None:
     """UserError unless the flake builds every variant of `wanted` on this machine's system."""
     system = current_system()
     offered = variants(project, [system])[system]
@@ -309,16 +358,16 @@ def build_with_nix(
             key="--unique-id",
             fix="drop --unique-id, or add --local",
         )
-    project = prepare(directory)
+    project = prepare(directory, options.archives)
     if variant is not None:
-        _require_offered(project, variant)
+        require_offered(project, variant)
     result = project.root / "result"
     attribute = variant or "bundle"
     run(
         nix_command(
             "build",
             project.ref(attribute),
-            *project.overrides,
+            *project.nix_args,
             *sandbox_options(project, attribute),
             "--out-link",
             str(result),
@@ -343,41 +392,35 @@ def sandbox_options(project: FlakeProject, attribute: str) -> tuple[str, ...]:
         "d: builtins.substring 0 (builtins.stringLength builtins.storeDir) d.builder"
         " == builtins.storeDir"
     )
-    command = nix_command("eval", "--json", project.ref(attribute), *project.overrides)
+    command = nix_command("eval", "--json", project.ref(attribute), *project.nix_args)
     hermetic = json.loads(run([*command, "--apply", in_store], capture=True))
     if not hermetic:
         return ()
-    prefetch_toolchain(current_system(), lambda line: click.echo(line, err=True))
+    data = flake_kernelnix(project) / "kernelnix" / "data"
+    prefetch_toolchain(
+        current_system(),
+        lambda line: click.echo(line, err=True),
+        lock_file=data / "toolchain-lock.json",
+        wheel_lock_file=data / "wheel-lock.json",
+        archives=project.archives,
+    )
     return ("--option", "sandbox", "true")
 
 
-@contextmanager
-def built_outputs(
-    directory: Path, variant_names: Sequence[str], options: NixOptions
-) -> Iterator[list[Path]]:
-    """`nix build` the bundle, or each of `variant_names`, in the sandbox when the
-    flake's toolchain builds there (`sandbox_options`); yields the store paths,
-    each a directory of variants, kept from garbage collection until the end of
-    the `with` block by links in a temporary directory (the kernel directory
-    gets no `result`)."""
-    project = prepare(directory)
-    if variant_names:
-        _require_offered(project, *variant_names)
-    attributes = list(variant_names) or ["bundle"]
-    sandbox = sandbox_options(project, attributes[0])
-    with tempfile.TemporaryDirectory(prefix="kernelnix-reproduce-") as links:
-        command = nix_command(
-            "build",
-            *map(project.ref, attributes),
-            *project.overrides,
-            *sandbox,
-            "--json",
-            "--out-link",
-            str(Path(links) / "result"),
-            *options.args(),
-        )
-        built = json.loads(run(command, capture=True))
-        yield [Path(entry["outputs"]["out"]) for entry in built]
+def flake_kernelnix(project: FlakeProject) -> Path:
+    """The kernelnix the flake builds with (its input holding kernelnix's data: the
+    one its flake.lock pins, or this kernelnix where it is overridden), whose locks
+    name what the toolchain fetches; this kernelnix's where none is found."""
+    command = nix_command("flake", "archive", "--json", "--dry-run", str(project.root))
+    tree = json.loads(run([*command, *project.overrides], capture=True))
+    pending = list(tree.get("inputs", {}).values())
+    while pending:
+        node = pending.pop(0)
+        source = Path(node.get("path", "/"))
+        if (source / "kernelnix" / "data" / "toolchain-lock.json").is_file():
+            return source
+        pending += list(node.get("inputs", {}).values())
+    return Path(__file__).resolve().parents[2]
 
 
 # `kernelnix devshell`/`testshell` -> the flake's shells of one variant, and the
@@ -391,19 +434,19 @@ def shell_command(
     """The `nix develop` command line of a kernel's dev or test shell."""
     per_variant, default = SHELLS[shell]
     attribute = f"{per_variant}.{variant}" if variant else default
-    return nix_command("develop", project.ref(attribute), *project.overrides, *options.args())
+    return nix_command("develop", project.ref(attribute), *project.nix_args, *options.args())
 
 
 def enter_shell(directory: Path, shell: str, variant: str | None, options: NixOptions) -> None:
     """Run `nix develop` on the kernel's `shell` (devshell, testshell) in its directory."""
-    project = prepare(directory)
+    project = prepare(directory, options.archives)
     if variant is not None:
-        _require_offered(project, variant)
+        require_offered(project, variant)
     run(shell_command(project, shell, variant, options), cwd=project.root, shell=True)
 
 
 def build_and_copy(directory: Path, options: NixOptions) -> None:
     """`nix run <root>#build-and-copy` in the kernel directory: the bundle into ./build."""
-    project = prepare(directory)
-    command = nix_command("run", project.ref("build-and-copy"), *project.overrides)
+    project = prepare(directory, options.archives)
+    command = nix_command("run", project.ref("build-and-copy"), *project.nix_args)
     run([*command, *options.args()], cwd=project.root)

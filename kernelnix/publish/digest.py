@@ -14,18 +14,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from kernelnix.checks import discover_variants
-from kernelnix.core.diagnostics import UserError, display_path
+from kernelnix.checks.files import hashed_files
 from kernelnix.core.fileio import write_atomic
 from kernelnix.plan.metadata import Digest, Metadata, VariantMetadata, read_metadata
 
-METADATA = "metadata.json"
-UNHASHED = frozenset({METADATA, "metadata.json.sigstore"})  # top level only
-BYTECODE_DIR = "__pycache__"
 Algorithm = Literal["sha256", "sha512"]
 _CHUNK = 1 << 20
 
@@ -35,32 +31,6 @@ def valid_metadata(variant_dir: Path) -> VariantMetadata:
     return read_metadata(variant_dir).valid(
         fix="rebuild the variant so that the build writes its metadata.json"
     )
-
-
-def shipped_files(variant_dir: Path) -> list[str]:
-    """Every file of a variant except bytecode, sorted `/`-separated relative paths."""
-    files: list[str] = []
-    for root, dirs, names in os.walk(variant_dir):
-        dirs[:] = [d for d in dirs if d != BYTECODE_DIR]
-        base = Path(root).relative_to(variant_dir)
-        for name in names:
-            file = Path(root, name)
-            if name.endswith(".pyc"):
-                continue
-            if file.is_file():  # a link to a file counts, as upstream
-                files.append((base / name).as_posix())
-            elif not file.exists():
-                raise UserError.single(
-                    "broken symbolic link: the loader cannot hash this variant",
-                    file=display_path(file),
-                    fix="remove the link or make it point to a file inside the variant",
-                )
-    return sorted(files)
-
-
-def hashed_files(variant_dir: Path) -> list[str]:
-    """The files a digest covers: those shipped, less the metadata and its signature."""
-    return [f for f in shipped_files(variant_dir) if f not in UNHASHED]
 
 
 def file_digest(path: Path, algorithm: Algorithm) -> str:
@@ -121,11 +91,18 @@ def write_digest(metadata: VariantMetadata, digest: Digest) -> None:
 
 
 def hash_variants(path: Path) -> list[tuple[Path, Digest]]:
-    """Write the SHA-256 digest into every variant's metadata.json under `path`.
+    """Write the SHA-256 digest into every variant's metadata.json under `path`,
+    after the source repository's URL where the build provenance names none
+    (kernelnix.publish.provenance: a flake cannot know it, git can).
 
     Every metadata.json is read and validated before the first one is written.
     """
-    variants = [valid_metadata(variant) for variant in discover_variants(path)]
+    from kernelnix.publish.provenance import record_source_repository
+
+    found = discover_variants(path)
+    for variant in [valid_metadata(variant).path.parent for variant in found]:
+        record_source_repository(variant)
+    variants = [valid_metadata(variant) for variant in found]
     written = []
     for metadata in variants:
         digest = compute_digest(metadata.path.parent)

@@ -42,14 +42,15 @@ as for any download), only those asked for.
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Collection, Iterator
+import re
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernelnix.core.diagnostics import UserError
+from kernelnix.host.network import hub_endpoint, network_errors
 from kernelnix.publish.release import (
     MAIN,
     NOT_READ,
@@ -122,17 +123,11 @@ class UploadResult:
 # ------------------------------------------------------------- the Hub side
 
 
-def _network_errors() -> tuple[type[Exception], ...]:
-    """OSError (huggingface_hub's HTTP errors, offline mode) and its HTTP client's errors."""
-    clients = (sys.modules.get(name) for name in ("httpx2", "httpx"))
-    return (OSError, *(client.HTTPError for client in clients if client is not None))
-
-
 @contextmanager
 def _hub_step(what: str) -> Iterator[None]:
     try:
         yield
-    except _network_errors() as exc:
+    except network_errors() as exc:
         raise HubError(f"{what}: {exc}") from exc
 
 
@@ -196,13 +191,6 @@ def _repo_url(endpoint: str, repo_type: str, repo_id: str, branch: str) -> str:
     return f"{endpoint}/{prefix}{repo_id}/tree/{branch}"
 
 
-def _endpoint() -> str:
-    """The Hub's address without asking it (HF_ENDPOINT, else huggingface_hub's)."""
-    from huggingface_hub import constants
-
-    return os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
-
-
 def _create(api: Any, release: Release, options: UploadOptions) -> str:
     """Create the repository (if needed) and the branch (if new); the canonical repo id."""
     with _hub_step(f"cannot create the repository {release.repo_id}"):
@@ -245,7 +233,7 @@ def hub_user() -> str:
         except LocalTokenNotFoundError:
             problem = "not logged in to the Hugging Face Hub, so it cannot tell who you are"
             fix = f"run `hf auth login`, or {NAME_FIX}"
-        except _network_errors() as exc:
+        except network_errors() as exc:
             problem = f"cannot ask the Hub who you are: {exc}"
     raise UserError.single(f"no owner for the kernel: {problem}", key="--name", fix=fix)
 
@@ -261,7 +249,7 @@ def upload(
     release = prepare_release(directory, options)
     if dry_run:
         commits = plan_commits(release, NOT_READ)
-        url = _repo_url(_endpoint(), options.repo_type, release.repo_id, release.branch)
+        url = _repo_url(hub_endpoint(), options.repo_type, release.repo_id, release.branch)
         return UploadResult(release, NOT_READ, commits, url, dry_run)
     api = api or default_api(require_token=True)
     repo_id = release.repo_id = _create(api, release, options)
@@ -284,8 +272,9 @@ LOCAL_FIX = "or compare with a bundle directory on this machine"
 
 @dataclass(frozen=True)
 class HubVariants:
-    """A kernel repository's variants at a revision: every name under build/,
-    and the directory holding those downloaded (None when none was)."""
+    """A kernel repository's variants at a revision: every name under build/, and,
+    offline, the cached snapshot's build/ folder (None online: nothing is
+    downloaded before the variants compared are known)."""
 
     repo_id: str
     revision: str
@@ -293,33 +282,41 @@ class HubVariants:
     build_dir: Path | None
 
 
-def fetch_variants(
-    repo_id: str, revision: str | None, wanted: Collection[str] | None, version: int | None
-) -> HubVariants:
-    """The variants of kernel repository `repo_id` at `revision` (None: the
-    branch v<version> when it exists, else main), downloading those in
-    `wanted` (None: all). Offline (HF_HUB_OFFLINE), the cache answers. A
-    repository or revision that does not exist is a UserError."""
+def list_variants(repo_id: str, revision: str | None, version: int | None) -> HubVariants:
+    """The variants of kernel repository `repo_id` at `revision` (None: the branch
+    v<version> when it exists, the newest v<N> for no version, else main),
+    downloading nothing. Offline
+    (HF_HUB_OFFLINE), the cache answers. A repository or revision that does not
+    exist, or a Hub that does not answer, is a UserError."""
     from huggingface_hub import constants
 
     if constants.HF_HUB_OFFLINE:
-        return _cached_variants(repo_id, revision, wanted, version)
+        return _cached_variants(repo_id, revision, version)
     api = default_api(require_token=False)
     with _hub_errors(repo_id, revision):
         revision = revision or _default_revision(api, repo_id, version)
         names = _variant_names(api, repo_id, revision)
-    fetched = [name for name in names if wanted is None or name in wanted]
+    return HubVariants(repo_id, revision, names, None)
+
+
+def download_variants(listed: HubVariants, wanted: Collection[str]) -> Path | None:
+    """The build/ folder holding the variants of `listed` named in `wanted`
+    (downloaded; offline, the cached snapshot's), or None when it lists none of them."""
+    fetched = [name for name in listed.names if name in wanted]
     if not fetched:
-        return HubVariants(repo_id, revision, names, None)
-    with _hub_errors(repo_id, revision):
+        return None
+    if listed.build_dir is not None:  # offline: the cached snapshot, which lists what it holds
+        return listed.build_dir
+    api = default_api(require_token=False)
+    with _hub_errors(listed.repo_id, listed.revision):
         root = api.snapshot_download(
-            repo_id,
+            listed.repo_id,
             repo_type="kernel",
-            revision=revision,
+            revision=listed.revision,
             allow_patterns=_variant_patterns(fetched),
             ignore_patterns=BYTECODE_PATTERNS,
         )
-    return HubVariants(repo_id, revision, names, Path(root) / "build")
+    return Path(root) / "build"
 
 
 def _variant_patterns(names: Collection[str] | None) -> list[str]:
@@ -328,7 +325,11 @@ def _variant_patterns(names: Collection[str] | None) -> list[str]:
 
 
 def _default_revision(api: Any, repo_id: str, version: int | None) -> str:
+    """The branch v<version> when it exists (version None: the newest v<N>), else main."""
     branches = {ref.name for ref in api.list_repo_refs(repo_id, repo_type="kernel").branches}
+    if version is None:
+        versions = [int(b[1:]) for b in branches if re.fullmatch(r"v[0-9]+", b)]
+        return f"v{max(versions)}" if versions else MAIN
     return f"v{version}" if f"v{version}" in branches else MAIN
 
 
@@ -345,30 +346,33 @@ def _variant_names(api: Any, repo_id: str, revision: str) -> tuple[str, ...]:
     return tuple(sorted(item.path.split("/")[-1] for item in tree if isinstance(item, RepoFolder)))
 
 
-def _cached_variants(
-    repo_id: str, revision: str | None, wanted: Collection[str] | None, version: int | None
-) -> HubVariants:
-    """The variants of the cached snapshot of `repo_id` (HF_HUB_OFFLINE): those of
-    `wanted` must all be there; the others are those some download put there."""
+def _cached_variants(repo_id: str, revision: str | None, version: int | None) -> HubVariants:
+    """The variants of the cached snapshot of `repo_id` (HF_HUB_OFFLINE) at
+    `revision`, else at v<version> or main: those some download put there."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
-    candidates = [revision] if revision else [f"v{version}", MAIN]
+    versions = [] if version is None else [f"v{version}"]
+    candidates = [revision] if revision else [*versions, MAIN]
     for candidate in candidates:
         try:
             root = snapshot_download(
                 repo_id,
                 repo_type="kernel",
                 revision=candidate,
-                allow_patterns=_variant_patterns(wanted),
+                allow_patterns=["build/*/metadata.json"],
                 ignore_patterns=BYTECODE_PATTERNS,
             )
-        except LocalEntryNotFoundError:  # not cached, or without a variant compared
+        except LocalEntryNotFoundError:  # not cached
             continue
         build = Path(root) / "build"
         names = sorted(d.name for d in build.iterdir() if d.is_dir()) if build.is_dir() else []
         return HubVariants(repo_id, candidate, tuple(names), build)
-    raise UserError.single(
+    raise _not_cached(repo_id, candidates)
+
+
+def _not_cached(repo_id: str, candidates: Sequence[str]) -> UserError:
+    return UserError.single(
         f"HF_HUB_OFFLINE is set and the Hugging Face cache holds no snapshot of {repo_id} "
         f"at {' or '.join(candidates)} with the variants compared",
         key="--against",
@@ -392,13 +396,13 @@ def _hub_errors(repo_id: str, revision: str | None) -> Iterator[None]:
         ) from exc
     except RepositoryNotFoundError as exc:
         raise UserError.single(
-            f"{repo_id} is neither a directory nor a kernel repository on {_endpoint()}",
+            f"{repo_id} is neither a directory nor a kernel repository on {hub_endpoint()}",
             key="--against",
             fix=f"check the name (owner/name; a private repository needs HF_TOKEN), {LOCAL_FIX}",
         ) from exc
-    except _network_errors() as exc:
+    except network_errors() as exc:
         raise UserError.single(
-            f"cannot read {repo_id} from {_endpoint()}: {exc}",
+            f"cannot read {repo_id} from {hub_endpoint()}: {exc}",
             key="--against",
             fix=f"check the network and HF_ENDPOINT, {LOCAL_FIX}",
         ) from exc

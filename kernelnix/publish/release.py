@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelnix.checks import CheckOptions
+from kernelnix.checks.files import shipped_files
 from kernelnix.config import LoadedConfig, load_config
 from kernelnix.config.load import BUILD_TOML
 from kernelnix.core.diagnostics import Diagnostic, UserError, display_path
 from kernelnix.emit.card import render_card
-from kernelnix.publish.digest import shipped_files
 from kernelnix.publish.gate import CheckedVariant, checked_variants
 
 MAIN = "main"

@@ -10,10 +10,12 @@ A variant is identical when every file the `kernels` loader hashes (those of
 `kernelnix hash`: all but metadata.json, its signature and bytecode) has the
 same bytes on both sides, and metadata.json is the same JSON once the
 reference's `digest` is left out (a published variant carries the digest
-`kernelnix hash` wrote; a fresh build has none). Where files differ, the
-report says where: for ELF files the sections whose bytes differ, compared by
-name (kernelnix.checks.elf reads the section table), else the first differing
-offset.
+`kernelnix hash` wrote; a fresh build has none), and the build record of
+either side (`provenance.slsa`: which Nix, derivation and repository built it,
+kernelnix.publish.provenance), which says how a variant was built, not what
+it is. Where files differ, the report says where: for ELF files the sections
+whose bytes differ, compared by name (kernelnix.checks.elf reads the section
+table), else the first differing offset.
 
 A digest recorded in the reference's metadata.json is checked the way the
 loader's `verify_variant` checks it: the rebuilt files are hashed with its
@@ -28,6 +30,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import tempfile
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -35,16 +39,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import click
+
 from kernelnix.checks import discover_variants
 from kernelnix.checks.elf import ElfError, Section, is_elf, read_sections
+from kernelnix.checks.files import METADATA, hashed_files
 from kernelnix.core.diagnostics import UserError, display_path
+from kernelnix.core.process import shown
 from kernelnix.plan.metadata import Digest, read_metadata
-from kernelnix.project.nix import NixOptions, built_outputs
-from kernelnix.publish.digest import METADATA, compute_digest, digest_violations, hashed_files
-from kernelnix.publish.hub import fetch_variants
+from kernelnix.project.nix import NixOptions
+from kernelnix.project.rebuild import rebuilt_from_source
+from kernelnix.publish.digest import compute_digest, digest_violations
+from kernelnix.publish.hub import HubVariants, download_variants, list_variants
 
 _CHUNK = 1 << 20
 DIGEST_KEY = "digest"
+BUILD_RECORD_KEY = "slsa"  # under `provenance`
 
 State = Literal["identical", "differs", "only rebuilt", "only in the reference"]
 
@@ -182,14 +192,26 @@ def _metadata(variant: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _without_build_record(metadata: dict[str, Any]) -> dict[str, Any]:
+    """metadata.json without `provenance.slsa`, the record of the build (which Nix,
+    derivation, repository) that a bundle adds to its variants: not the variant's."""
+    provenance = metadata.get("provenance")
+    if not isinstance(provenance, dict) or BUILD_RECORD_KEY not in provenance:
+        return metadata
+    kept = {key: value for key, value in provenance.items() if key != BUILD_RECORD_KEY}
+    return {**metadata, "provenance": kept}
+
+
 def metadata_differences(rebuilt: Path, reference: Path) -> list[str]:
-    """metadata.json compared as JSON, without the reference's digest: the keys that differ."""
+    """metadata.json compared as JSON, without the reference's digest and either
+    side's build record: the keys that differ."""
     ours, theirs = _metadata(rebuilt), _metadata(reference)
     if ours is None or theirs is None:
         if ours == theirs:
             return []
         side = "rebuilt" if ours is None else "reference"
         return [f"{METADATA}: missing or not a JSON object in the {side} variant"]
+    ours, theirs = _without_build_record(ours), _without_build_record(theirs)
     keys = (ours.keys() | theirs.keys()) - {DIGEST_KEY}
     changed = sorted(key for key in keys if ours.get(key) != theirs.get(key))
     if not changed:
@@ -230,12 +252,14 @@ def summary(verdicts: list[VariantVerdict]) -> str:
     return f"{identical} of {len(verdicts)} variants identical"
 
 
-def report_lines(verdicts: list[VariantVerdict]) -> Iterator[str]:
-    """The report: a line per variant, then its differences and notes, indented."""
+def report_lines(verdicts: list[VariantVerdict], rebuild: Sequence[str] = ()) -> Iterator[str]:
+    """The report: a line per variant, then its differences and notes, indented;
+    how the rebuilt side was made; the count of identical variants."""
     for verdict in verdicts:
         yield f"{verdict.name}: {verdict.state}"
         yield from (f"  {line}" for line in verdict.differences)
         yield from (f"  note: {note}" for note in verdict.notes)
+    yield from rebuild
     yield summary(verdicts)
 
 
@@ -250,18 +274,32 @@ def variants_of(path: Path) -> dict[str, Path]:
     return {variant.name: variant for variant in discover_variants(path)}
 
 
-def _single_version(variants: Mapping[str, Path]) -> int | None:
-    """The version of the rebuilt variants (their v<version> branch), when they agree."""
-    models = (read_metadata(path).model for path in variants.values())
-    versions = {model.version for model in models if model is not None}
-    return versions.pop() if len(versions) == 1 else None
+@dataclass(frozen=True)
+class Reference:
+    """What the rebuild is compared with, resolved before anything is built: a
+    directory's variants, or a Hub repository's at a revision (listed, and
+    downloaded once the variants compared are known)."""
+
+    names: tuple[str, ...]
+    local: Mapping[str, Path] | None = None
+    hub: HubVariants | None = None
+
+    def variants(self, wanted: Collection[str]) -> dict[str, Path | None]:
+        """Every variant of the reference; those in `wanted` with their directory."""
+        if self.local is not None:
+            return dict(self.local)
+        assert self.hub is not None
+        root = download_variants(self.hub, wanted)
+        return {
+            name: root / name if root is not None and (root / name).is_dir() else None
+            for name in self.names
+        }
 
 
-def reference_variants(
-    against: str, revision: str | None, wanted: Collection[str], version: int | None
-) -> dict[str, Path | None]:
-    """The reference's variants: a directory's, or a Hub repository's at a revision
-    (those in `wanted` downloaded, the others only listed)."""
+def resolve_reference(against: str, revision: str | None, version: int | None) -> Reference:
+    """The reference, checked: a bundle directory, or a kernel repository on the Hub
+    that exists at the revision (a missing one, or a Hub that does not answer, is
+    one UserError before anything is built)."""
     if Path(against).is_dir():
         if revision is not None:
             raise UserError.single(
@@ -269,19 +307,23 @@ def reference_variants(
                 key="--revision",
                 fix="drop --revision, or pass --against <owner>/<name>",
             )
-        return dict(variants_of(Path(against)))
+        local = variants_of(Path(against))
+        return Reference(tuple(sorted(local)), local=local)
     if not HUB_REPO.fullmatch(against):
         raise UserError.single(
             "no such directory",
             file=display_path(Path(against)),
             fix="pass a bundle directory, or a Hub repository as <owner>/<name>",
         )
-    hub = fetch_variants(against, revision, wanted, version)
-    root = hub.build_dir
-    return {
-        name: root / name if root is not None and (root / name).is_dir() else None
-        for name in hub.names
-    }
+    listed = list_variants(against, revision, version)
+    return Reference(listed.names, hub=listed)
+
+
+def _source_version(source: Path) -> int | None:
+    """The kernel's version (its v<version> branch on the Hub), from build.toml."""
+    from kernelnix.config import load_config
+
+    return load_config(source).config.general.version
 
 
 def _selected(variants: Mapping[str, Any], names: Collection[str]) -> dict[str, Any]:
@@ -299,19 +341,25 @@ def _require_known(names: Collection[str], *sides: Collection[str]) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Reproduction:
+    """The verdict per variant, and how the rebuilt side was made."""
+
+    verdicts: list[VariantVerdict]
+    rebuild: tuple[str, ...]
+
+
 @contextmanager
 def _rebuilt(
     source: Path, built: Path | None, names: Sequence[str], nix: NixOptions
-) -> Iterator[dict[str, Path]]:
-    """The rebuilt variants: those of `built`, else those Nix builds from `source`."""
+) -> Iterator[tuple[dict[str, Path], tuple[str, ...]]]:
+    """The rebuilt variants and what says how they were made: those of `built`,
+    else those built from `source` on this machine (kernelnix.project.rebuild)."""
     if built is not None:
-        yield variants_of(built)
+        yield variants_of(built), (f"compared the variants of {built} (--built): nothing rebuilt",)
         return
-    with built_outputs(source, names, nix) as outputs:
-        rebuilt: dict[str, Path] = {}
-        for output in outputs:
-            rebuilt.update(variants_of(output))
-        yield rebuilt
+    with rebuilt_from_source(source, names, nix) as rebuilt:
+        yield rebuilt.variants, tuple(rebuilt.summary())
 
 
 def reproduce(
@@ -322,19 +370,143 @@ def reproduce(
     variant_names: Sequence[str] = (),
     built: Path | None = None,
     nix: NixOptions | None = None,
-) -> list[VariantVerdict]:
-    """Rebuild `source` (or take `built`) and compare it with `against`, a
-    bundle directory or a Hub repository at `revision`; only `variant_names`
-    when given."""
+) -> Reproduction:
+    """Rebuild `source` from source (or take `built`) and compare it with `against`,
+    a bundle directory or a Hub repository at `revision`; only `variant_names`
+    when given. The reference is resolved first: nothing is built for one that
+    does not exist."""
     if not source.is_dir():
         raise UserError.single(
             "no such directory",
             file=display_path(source),
             fix="pass the kernel's directory (the one with build.toml and flake.nix)",
         )
-    with _rebuilt(source, built, variant_names, nix or NixOptions()) as everything:
+    if built is not None and not built.is_dir():
+        raise UserError.single(
+            "no such directory",
+            file=display_path(built),
+            key="--built",
+            fix="pass a bundle built before, or leave --built out to build it",
+        )
+    reference = resolve_reference(against, revision, _source_version(source))
+    if built is not None:
+        _require_known(variant_names, variants_of(built), reference.names)
+    with _rebuilt(source, built, variant_names, nix or NixOptions()) as (everything, how):
         rebuilt = _selected(everything, variant_names)
-        version = _single_version(rebuilt)
-        reference = reference_variants(against, revision, rebuilt.keys(), version)
-        _require_known(variant_names, everything, reference)
-        return compare_bundles(rebuilt, _selected(reference, variant_names))
+        _require_known(variant_names, everything, reference.names)
+        found = reference.variants(rebuilt.keys())
+        verdicts = compare_bundles(rebuilt, _selected(found, variant_names))
+        return Reproduction(verdicts, how)
+
+
+# ------------------------------------------------ a published kernel, no source at hand
+
+
+@dataclass(frozen=True)
+class PublishedSource:
+    """Where a published kernel's source lives, as its build provenance records it."""
+
+    uri: str
+    commit: str
+
+
+def published_source(repo_id: str, variants: Mapping[str, Path]) -> PublishedSource:
+    """The one source repository and commit the variants' provenance names; a
+    UserError for a variant that names none, or was built from a dirty tree."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for name, variant in sorted(variants.items()):
+        model = read_metadata(variant).model
+        slsa = model.provenance.slsa if model is not None and model.provenance else None
+        where = f"{repo_id}'s variant {name}"
+        if slsa is None:
+            raise UserError.single(
+                f"{where} records no build provenance (provenance.slsa): it was not built "
+                "through a kernel flake's bundle, so where its source lives is not known",
+                key="SOURCE",
+                fix=f"pass the kernel's source: kernelnix reproduce SOURCE --against {repo_id}",
+            )
+        source = slsa.predicate.build_definition.external_parameters.source
+        commit = source.digest.get("gitCommit")
+        if source.dirty or commit is None:
+            raise UserError.single(
+                f"{where} was built from a work tree with uncommitted changes: that source "
+                "was never committed, so it cannot be fetched and built again",
+                key="SOURCE",
+                fix="publish a build of a clean commit (commit, build the bundle, upload)",
+            )
+        if source.uri is None:
+            raise UserError.single(
+                f"{where} names its source commit {commit} but no repository",
+                key="SOURCE",
+                fix=f"pass a checkout of it: kernelnix reproduce SOURCE --against {repo_id} "
+                "(`kernelnix hash` in a git checkout with a remote records the repository)",
+            )
+        found.setdefault((source.uri, commit), []).append(name)
+    if len(found) != 1:
+        sources = "; ".join(f"{u} at {c} ({', '.join(n)})" for (u, c), n in found.items())
+        raise UserError.single(
+            f"{repo_id}'s variants were built from different sources: {sources}",
+            key="--variant",
+            fix="reproduce the variants of one source at a time with --variant",
+        )
+    ((uri, commit),) = found
+    return PublishedSource(uri, commit)
+
+
+def checkout(source: PublishedSource, directory: Path) -> Path:
+    """The source at its commit in `directory`, fetched with git."""
+    for command in (
+        ["git", "clone", "--quiet", "--no-checkout", source.uri, str(directory)],
+        ["git", "-C", str(directory), "checkout", "--quiet", "--detach", source.commit],
+    ):
+        click.echo(shown(command), err=True)
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise UserError.single(
+                f"cannot fetch the kernel's source {source.uri} at {source.commit}: "
+                f"`{' '.join(command[:3])} ...` said: {said}",
+                key="SOURCE",
+                fix="check that the repository is reachable from here and still has that "
+                "commit, or pass a checkout: kernelnix reproduce SOURCE --against OWNER/NAME",
+            )
+    return directory
+
+
+def reproduce_published(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    variant_names: Sequence[str] = (),
+    nix: NixOptions | None = None,
+) -> Reproduction:
+    """Rebuild a kernel published on the Hub from the source its provenance names,
+    with the kernelnix its flake.lock pins, and compare. Everything is checked
+    before anything is built: the repository, the revision, the variants, their
+    provenance."""
+    listed = list_variants(repo_id, revision, None)
+    _require_known(variant_names, listed.names)
+    wanted = list(variant_names) or list(listed.names)
+    if not wanted:
+        raise UserError.single(
+            f"{repo_id} has no variants at {listed.revision}",
+            key="--revision",
+            fix="pass the revision of a published bundle (its v<N> branch)",
+        )
+    root = download_variants(listed, wanted)
+    assert root is not None
+    published = {name: root / name for name in wanted}
+    source = published_source(repo_id, published)
+    with tempfile.TemporaryDirectory(prefix="kernelnix-source-") as work:
+        kernel = checkout(source, Path(work) / "source")
+        if not (kernel / "flake.lock").is_file():
+            raise UserError.single(
+                f"the source {source.uri} at {source.commit} has no flake.lock: which "
+                "kernelnix built it is not pinned, so it cannot be built the same way",
+                key="SOURCE",
+                fix="commit flake.lock with the kernel before building what you publish",
+            )
+        with rebuilt_from_source(kernel, wanted, nix or NixOptions(), pinned=True) as rebuilt:
+            verdicts = compare_bundles(rebuilt.variants, published)
+            how = (f"source: {source.uri} at {source.commit}", *rebuilt.summary())
+            return Reproduction(verdicts, how)

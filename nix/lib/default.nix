@@ -3,9 +3,15 @@
 # a filtered copy of it, so a change to kernelnix's Python code rebuilds.
 # `defaultToolchain`: the toolchain of a kernel flake that names none (and of
 # every kernel-builder flake): hermetic, or host for nix/flakes/host.
+# `revision`: the git commit and NAR hash of this kernelnix's flake (null outside
+# a flake), which the build provenance of a bundle records.
 {
   root,
   defaultToolchain ? "hermetic",
+  revision ? {
+    rev = null;
+    narHash = null;
+  },
 }:
 let
   util = import ./util.nix;
@@ -39,6 +45,11 @@ let
       matrix
       defaultToolchain
       ;
+    kernelnix = revision // {
+      version = builtins.head (
+        builtins.match ''.*__version__ = "([^"]+)".*'' (builtins.readFile (root + "/kernelnix/__init__.py"))
+      );
+    };
   };
 in
 rec {

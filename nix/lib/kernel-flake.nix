@@ -21,6 +21,8 @@
   kernelnixSrc,
   matrix,
   defaultToolchain,
+  # This kernelnix: { rev; narHash; version; } (rev and narHash null outside a flake).
+  kernelnix,
 }:
 {
   self,
@@ -84,6 +86,56 @@ let
   # The commit in each variant's metadata (provenance): the plan's may be older.
   # A dirty tree on Nix older than 2.15 (no dirtyRev) records none.
   kernelGit = self.rev or self.dirtyRev or "";
+
+  # The build provenance of the bundles (kernelnix.publish.provenance): which
+  # kernelnix, as the kernel's flake.lock pins it (the locked input whose NAR
+  # hash is this kernelnix's; no flake.lock in git: the commit alone).
+  lockNodes =
+    let
+      file = path + "/flake.lock";
+    in
+    if builtins.pathExists file then (builtins.fromJSON (builtins.readFile file)).nodes or { } else { };
+  pinned = util.findFirst (
+    node: kernelnix.narHash != null && (node.locked.narHash or null) == kernelnix.narHash
+  ) (builtins.attrValues lockNodes);
+  lockedUri =
+    node:
+    let
+      locked = node.locked;
+      dir = node.original.dir or locked.dir or null;
+      withDir = separator: if dir == null then "" else "${separator}dir=${dir}";
+    in
+    if locked.type == "git" then
+      "git+${locked.url}?rev=${locked.rev}${withDir "&"}"
+    else if locked.type == "github" then
+      "github:${locked.owner}/${locked.repo}/${locked.rev}${withDir "?"}"
+    else if locked.type == "path" then
+      "path:${locked.path}${withDir "?"}"
+    else
+      null;
+  kernelnixDependency = {
+    name = "kernelnix";
+    uri = if pinned == null then null else lockedUri pinned;
+    digest = util.filterAttrs (_: value: value != null) {
+      gitCommit = kernelnix.rev;
+      narHash = kernelnix.narHash;
+    };
+  };
+  # The source: its commit (none for a dirty tree on Nix older than 2.15) and,
+  # where build.toml names it, its repository (`kernelnix upload` adds git's).
+  sourceOf =
+    planVariant:
+    {
+      uri = planVariant.metadata.source or null;
+      digest =
+        if self ? rev then
+          { gitCommit = self.rev; }
+        else if self ? dirtyRev then
+          { gitCommit = util.removeSuffix "-dirty" self.dirtyRev; }
+        else
+          { };
+      dirty = !(self ? rev);
+    };
 
   perSystem =
     system:
@@ -186,15 +238,32 @@ let
           " ${plan.name} builds only for ${
             builtins.concatStringsSep ", " (map (other: "${other} (${backendsOn other})") buildsOn)
           }; build it on such a machine";
+      # What the flake knows of the build of variants `names`, for their provenance.
+      provenanceFacts =
+        names:
+        builtins.toJSON {
+          nix = builtins.nixVersion;
+          kernelnix = kernelnixDependency;
+          kernelnix-version = kernelnix.version;
+          toolchain = tc.name;
+          toolchain-lock = tc.lockDigest;
+          source = sourceOf planVariants.${builtins.head names};
+          variants = util.genAttrs names (name: {
+            # The derivation's path as text: the bundle does not depend on it.
+            derivation = builtins.unsafeDiscardStringContext variants.${name}.drvPath;
+            wheels = variants.${name}.lockedWheels or [ ];
+          });
+        };
       bundleOf =
         name: names:
         if names == [ ] then
           throw "kernelnix: the ${tc.name} toolchain offers no variant of ${plan.name} for the ${name} on ${system}:${emptyReasons}"
         else
-          import ./bundle.nix { inherit util; } {
-            inherit system tools card;
+          import ./bundle.nix {
+            inherit system card step;
             name = "${plan.python-name}-${name}";
             variants = util.genAttrs names (name: variants.${name});
+            facts = provenanceFacts names;
             inherit (sources) benchmarks;
           };
       bundleNames = builtins.filter (name: builtins.elem name offered) systemPlan.bundle;

@@ -19,6 +19,13 @@ rec {
     in
     n >= k && builtins.substring (n - k) k s == suffix;
 
+  removeSuffix =
+    suffix: s:
+    if hasSuffix suffix s then
+      builtins.substring 0 (builtins.stringLength s - builtins.stringLength suffix) s
+    else
+      s;
+
   removePrefix =
     prefix: s:
     if hasPrefix prefix s then

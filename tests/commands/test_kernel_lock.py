@@ -3,6 +3,10 @@ exit code and its one-sentence errors."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,4 +46,52 @@ def test_an_unknown_repo_exits_2_naming_the_fix(hub: FakeHub, tmp_path: Path) ->
     assert result.exit_code == 2
     assert "org/missing: no such kernel repo" in result.output
     assert "Traceback" not in result.output
+    assert not (directory / "kernels.lock").exists()
+
+
+def lock_in_a_process(directory: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`kernelnix lock` as a user runs it: its own process, huggingface_hub reading
+    the environment when it loads."""
+    variables = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_ENDPOINT")}
+    return subprocess.run(
+        [sys.executable, "-m", "kernelnix", "lock", str(directory)],
+        capture_output=True,
+        text=True,
+        env={**variables, **env},
+        check=False,
+    )
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("env", "message", "fix"),
+    [
+        (
+            {"HF_HUB_OFFLINE": "1"},
+            "error: cannot resolve the kernel-depends of build.toml on the Hub: HF_HUB_OFFLINE "
+            "is set, and it needs https://huggingface.co",
+            "fix: unset HF_HUB_OFFLINE (and reach the Hub) to run it",
+        ),
+        (
+            {"HF_ENDPOINT": "http://127.0.0.1:{port}"},
+            "error: cannot resolve the kernel-depends of build.toml on the Hub: "
+            "http://127.0.0.1:{port} did not answer (ConnectError: ",
+            "fix: check the network, and HF_ENDPOINT if you use another Hub",
+        ),
+    ],
+)
+def test_an_unreachable_hub_exits_2_naming_it(
+    tmp_path: Path, env: dict[str, str], message: str, fix: str
+) -> None:
+    port = str(closed_port())
+    directory = kernel(tmp_path, "org/b")
+    done = lock_in_a_process(directory, **{k: v.format(port=port) for k, v in env.items()})
+    assert done.returncode == 2, done.stderr
+    assert message.format(port=port) in done.stderr and fix in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
     assert not (directory / "kernels.lock").exists()

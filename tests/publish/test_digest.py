@@ -9,13 +9,13 @@ import pytest
 from click.testing import CliRunner, Result
 from handmade import make_variant
 
+from kernelnix.checks.files import hashed_files
 from kernelnix.cli import main
 from kernelnix.plan.metadata import Digest
 from kernelnix.publish.digest import (
     Algorithm,
     compute_digest,
     digest_violations,
-    hashed_files,
     with_digest,
 )
 

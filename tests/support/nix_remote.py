@@ -1,7 +1,9 @@
-"""Servers on 127.0.0.1 for the distributed-build tests (tests/e2e/test_distributed.py):
-a static HTTP server over a Nix binary cache directory that records what it was
-asked for, and an sshd with keys made for the test, which Nix reaches as an
-ssh-ng remote builder whose daemon builds into a store of its own.
+"""Servers on 127.0.0.1 for the distributed-build and reproduce tests
+(tests/e2e/test_distributed.py, test_reproduce.py): a static HTTP server over a Nix
+binary cache directory that records what it was asked for, a cache entry written
+by hand (a copy the derivation does not build), and an sshd with keys made for
+the test, which Nix reaches as an ssh-ng remote builder whose daemon builds into a
+store of its own.
 """
 
 from __future__ import annotations
@@ -136,3 +138,31 @@ def remote_daemon(path: Path, sandbox_paths: list[str]) -> Path:
     path.write_text(f"#!/bin/sh\nexport NIX_CONFIG='{config}'\nexec nix-daemon \"$@\"\n")
     path.chmod(0o755)
     return path
+
+
+def nix_base32(digest_hex: str) -> str:
+    """A sha256 in the base32 form narinfo files use."""
+    return subprocess.run(
+        ["nix", "--extra-experimental-features", "nix-command", "hash", "to-base32",
+         "--type", "sha256", digest_hex],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+
+
+def cache_entry(cache: Path, store_path: str, tree: Path) -> None:
+    """Make the binary cache directory `cache` serve `tree`'s files as `store_path`
+    (uncompressed, unsigned, no references): what a cache that holds a copy other
+    than the one the derivation builds looks like to Nix."""
+    import hashlib
+
+    (cache / "nar").mkdir(parents=True, exist_ok=True)
+    (cache / "nix-cache-info").write_text("StoreDir: /nix/store\nWantMassQuery: 1\nPriority: 10\n")
+    nar = subprocess.run(["nix-store", "--dump", str(tree)], capture_output=True, check=True).stdout
+    digest = nix_base32(hashlib.sha256(nar).hexdigest())
+    (cache / "nar" / f"{digest}.nar").write_bytes(nar)
+    name = Path(store_path).name
+    (cache / f"{name.split('-', 1)[0]}.narinfo").write_text(
+        f"StorePath: {store_path}\nURL: nar/{digest}.nar\nCompression: none\n"
+        f"FileHash: sha256:{digest}\nFileSize: {len(nar)}\n"
+        f"NarHash: sha256:{digest}\nNarSize: {len(nar)}\nReferences: \n"
+    )

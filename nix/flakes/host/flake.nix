@@ -12,6 +12,10 @@
         (import ../../lib {
           root = ../../..;
           defaultToolchain = "host";
+          revision = {
+            rev = self.rev or null;
+            narHash = self.narHash or null;
+          };
         }).flakeLib;
     };
 }

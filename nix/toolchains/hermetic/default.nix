@@ -171,7 +171,9 @@ let
         }
         // (if variant.kind == "noarch" then { } else { glibcTarget = t.glibcTarget; })
         // (if variant.backend == "cuda" then { LD_PRELOAD = systemShell system; } else { });
-      passthru = wheels.testVariables system tag variant;
+      passthru = wheels.testVariables system tag variant // {
+        lockedWheels = wheels.lockedWheels system tag variant found;
+      };
     };
 
   # The dev and test shells (`nix develop`), which run on the user's machine: the
@@ -216,4 +218,10 @@ in
   # same on every system, and its scripts must never take another system's.
   scriptEnv = scriptEnvOf;
   inherit shellEnv;
+  # The lock its tools come from, for the build provenance: its path in
+  # kernelnix and its sha256.
+  lockDigest = {
+    name = "kernelnix/data/toolchain-lock.json";
+    digest.sha256 = builtins.hashFile "sha256" (kernelnixSrc + "/kernelnix/data/toolchain-lock.json");
+  };
 }

@@ -32,7 +32,11 @@
 #     shellEnv = { system, name, variant } -> attrs;  # env of the dev and test
 #                           # shells of a variant (variant null: of none); they
 #                           # source $hostEnv first
+#     lockDigest = null or { name; digest.sha256; };  # the lock of the
+#                           # toolchain's tools, for the build provenance
 #   }
+# and each variant's passthru has `lockedWheels`: [ { name; url; hash; } ], the
+# locked wheels it is built with.
 { util, kernelnixSrc, ... }:
 {
   path,
@@ -190,7 +194,9 @@ let
         // locked
         // (if found == null then { } else identity locked.wheelEnv)
         // (if usesTarget variant then { glibcTarget = glibc.target system scriptVariables; } else { });
-      passthru = wheels.testVariables system (tag system) variant;
+      passthru = wheels.testVariables system (tag system) variant // {
+        lockedWheels = wheels.lockedWheels system (tag system) variant found;
+      };
     };
 in
 {
@@ -200,6 +206,8 @@ in
   # The same machine, whatever the variant: scripts and shells find its Python.
   scriptEnv = _: scriptVariables;
   shellEnv = _: scriptVariables;
+  # This machine's compilers: no lock.
+  lockDigest = null;
   stepEnv = system: hostStep "any";
   # ci-test prefers what the probed Torch loads: without a record, CPU.
   ciBackendsFirst = if record == null then [ "cpu" ] else [ ];

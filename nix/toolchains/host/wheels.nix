@@ -268,6 +268,21 @@ rec {
     in
     if variant.kind != "tvm-ffi" || torch == null then { } else { testEnv = environment system key torch; };
 
+  # The locked wheels a variant is built with (its Torch and CUDA toolkit,
+  # `found`, and its python-depends), as the wheel lock records them: the build
+  # provenance names them (kernelnix.publish.provenance).
+  lockedWheels =
+    system: tag: variant: found:
+    map (name: {
+      inherit name;
+      inherit (lock.wheels.${name}) url hash;
+    }) (
+      builtins.foldl' (names: name: if builtins.elem name names then names else names ++ [ name ]) [ ] (
+        (if found == null then [ ] else found.wheels ++ (found.toolkit or [ ]))
+        ++ dependsWheels system tag variant
+      )
+    );
+
   # What ../host/setup.sh reads of a variant's locked wheels, each only when
   # the lock has it: `wheelEnv`, its Torch and CUDA toolkit (`found`: its entry,
   # or null); `dependsEnv` and `dependsAlternatives`, its python-depends.
