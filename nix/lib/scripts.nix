@@ -156,7 +156,7 @@ rec {
             fi
             ${
               if next == null then
-                ''echo "ci-test: $why, and every variant of ${plan.name} offered here needs one: nothing to test on this machine" >&2; exit 2''
+                ''echo "ci-test: $why, and every variant of" ${shellQuote plan.name} "offered here needs one: nothing to test on this machine" >&2; exit 2''
               else
                 ''echo "ci-test: $why; testing ${next}"''
             }

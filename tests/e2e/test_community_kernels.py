@@ -383,6 +383,20 @@ def test_a_noarch_triton_kernel_builds_and_loads(
     assert_loads(bundle, cuda_torch.python, cuda_torch.env, "matmul_ogs", "routing")
 
 
+def test_ci_test_of_a_kernel_with_only_device_variants_says_nothing_can_run_here(
+    community: Community, project: Callable[[str], Path]
+) -> None:
+    """triton-kernels is CUDA only, and its torch-cuda has no locked Torch here: the
+    CUDA driver itself is asked, and there is none."""
+    directory = project("triton-kernels")
+    done = nix(directory, community.env, "run", ".#ci-test", *SANDBOX, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (
+        "ci-test: no CUDA device here (no NVIDIA driver (libcuda.so.1) is installed), and "
+        "every variant of triton-kernels offered here needs one: nothing to test on this machine"
+    ) in done.stderr
+
+
 def test_python_depends_come_from_the_lock_and_the_variant_loads_in_a_cuda_torch(
     tmp_path: Path,
 ) -> None:
