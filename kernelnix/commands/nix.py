@@ -7,7 +7,6 @@ kernelnix.project.nix as well.
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,7 @@ from kernelnix.variants.matrix import TOOLCHAINS
 
 
 def archive_url(value: str) -> str:
-    """A cache as Nix names a store: a folder becomes file://<its absolute path>, a
-    Hub dataset (hf://datasets/OWNER/NAME) the URL its files are served at."""
-    hub = re.fullmatch(r"hf://datasets/([\w.-]+/[\w.-]+)", value)
-    if hub:
-        from kernelnix.host.network import hub_endpoint
-
-        return f"{hub_endpoint()}/datasets/{hub.group(1)}/resolve/main"
+    """A cache as Nix names a store: a folder becomes file://<its absolute path>."""
     if "://" in value:
         return value
     return f"file://{Path(value).resolve()}"

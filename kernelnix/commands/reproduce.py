@@ -120,8 +120,8 @@ def reproduce_command(
     "cache",
     required=True,
     metavar="CACHE",
-    help="The binary cache: a folder, file:///path, http(s)://host/path (a server that "
-    "accepts uploads) or hf://datasets/OWNER/NAME (a Hub dataset repository).",
+    help="The binary cache: a folder, file:///path or http(s)://host/path (a server that "
+    "accepts uploads).",
 )
 @click.option("--wheels", is_flag=True, help="PyPI's files too (gigabytes of Torch and CUDA).")
 @nix_options
@@ -137,20 +137,15 @@ def archive_command(directory: Path, cache: str, wheels: bool, nix: NixOptions) 
     \b
     Examples:
       kernelnix archive --to /srv/kernel-archive .
-      kernelnix archive --to hf://datasets/my-org/relu-archive --wheels examples/relu
+      kernelnix archive --to 'file:///srv/kernel-archive?compression=zstd' --wheels .
       kernelnix build --archive /srv/kernel-archive .
     """
     from kernelnix.publish.archive import archive
 
-    done = archive(
-        directory,
-        cache if cache.startswith("hf://") else archive_url(cache),
-        wheels=wheels,
-        options=nix,
-    )
+    done = archive(directory, archive_url(cache), wheels=wheels, options=nix)
     for download in done.downloads:
         click.echo(f"archived {Path(download.output).name} ({download.url})")
     click.echo(
-        f"{len(done.downloads)} downloads in {done.cache}; build with --archive {done.use}, "
-        f'or in flake.nix: nixConfig.extra-substituters = [ "{done.use}" ];'
+        f"{len(done.downloads)} downloads in {done.cache}; build with --archive {done.cache}, "
+        f'or in flake.nix: nixConfig.extra-substituters = [ "{done.cache}" ];'
     )

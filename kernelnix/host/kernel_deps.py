@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from kernelnix.core.diagnostics import UserError
 from kernelnix.host.environments import nix_store
+from kernelnix.host.network import hub_requests
 from kernelnix.plan.kernel_lock import (
     FilesLock,
     KernelFiles,
@@ -194,15 +195,16 @@ def fetch_kernel_deps(deps: list[PlanKernelDep]) -> dict[str, Path]:
     for dep in deps:
         for file in dep.files:
             endpoint = file.url.split(f"/kernels/{dep.repo_id}/resolve/", 1)[0]
-            local = Path(
-                hf_hub_download(
-                    dep.repo_id,
-                    f"build/{dep.variant}/{file.path}",
-                    revision=dep.commit,
-                    repo_type="kernel",
-                    endpoint=endpoint,
+            with hub_requests(f"download the kernel dependency {dep.repo_id} ({file.url})"):
+                local = Path(
+                    hf_hub_download(
+                        dep.repo_id,
+                        f"build/{dep.variant}/{file.path}",
+                        revision=dep.commit,
+                        repo_type="kernel",
+                        endpoint=endpoint,
+                    )
                 )
-            )
             if hashlib.sha256(local.read_bytes()).hexdigest() != file.sha256:
                 raise UserError.single(
                     f"kernel dependency {dep.repo_id}: build/{dep.variant}/{file.path} at "

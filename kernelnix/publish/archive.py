@@ -5,12 +5,12 @@ download Nix checks by its hash. PyPI and npm keep their files; Debian's pool
 drops a version when a point release supersedes it, and re-locking the
 toolchain changes the bytes of every variant built after. An archive keeps the
 files: every fixed-output derivation of the bundle's build closure is realised
-and its output copied (`nix copy`) into a Nix binary cache, a folder, an HTTP
-server that accepts uploads, or a Hub dataset repository used as one. Their
-store paths are content-addressed, so Nix takes them from any cache, unsigned,
-and checks them by hash; `--archive CACHE` (or flake.nix's nixConfig
-`extra-substituters`) names it to the build, reproduce and the toolchain's
-prefetch, which use it where a registry no longer has a file.
+and its output copied (`nix copy`) into a Nix binary cache: a folder, or an
+HTTP server that accepts uploads (PUT). Their store paths are content-addressed,
+so Nix takes them from any cache, unsigned, and checks them by hash. `--archive
+CACHE` (or flake.nix's nixConfig `extra-substituters`) names it to the build,
+reproduce and the toolchain's prefetch, which use it where a registry no longer
+has a file.
 
 By default the archive holds everything but PyPI's files (Debian's packages,
 npm's bootstrap tarball, Hub files of kernel dependencies); `--wheels` adds
@@ -22,19 +22,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
-
 from kernelnix.core.diagnostics import UserError
-from kernelnix.host.network import hub_endpoint, hub_requests
 from kernelnix.project.nix import NixOptions, nix_command, prepare, run
 
 PYPI_FILES = re.compile(r"^https?://files\.pythonhosted\.org/")
-HUB_CACHE = re.compile(r"^hf://datasets/([\w.-]+/[\w.-]+)$")
 
 
 @dataclass(frozen=True)
@@ -69,7 +63,6 @@ def downloads(drvs: dict[str, dict[str, object]]) -> list[Download]:
 class Archived:
     cache: str
     downloads: list[Download]
-    use: str  # the substituter URL that serves them
 
 
 def project_substituters(options: NixOptions) -> list[str]:
@@ -89,59 +82,21 @@ def _closure_downloads(directory: Path, options: NixOptions) -> list[Download]:
     return downloads(shown)
 
 
-def _nix_copy(to: str, paths: Sequence[str]) -> None:
-    run(nix_command("copy", "--to", to, *paths))
-
-
 def archive(directory: Path, cache: str, *, wheels: bool, options: NixOptions) -> Archived:
     """Realise the fixed-output downloads of DIRECTORY's bundle build and copy them
-    to `cache`: a store URL (file://, http(s)://) or hf://datasets/OWNER/NAME."""
-    hub = HUB_CACHE.match(cache)
-    if not hub and "://" not in cache:
+    to `cache`, a store URL (file://, http(s)://)."""
+    if "://" not in cache:
         raise UserError.single(
             f"{cache!r} names no binary cache",
             key="--to",
-            fix="pass a folder, file:///path, http(s)://host/path or hf://datasets/OWNER/NAME",
+            fix="pass a folder, file:///path or http(s)://host/path",
         )
-    if hub:  # the Hub asked first: nothing is fetched for an archive it would refuse
-        _hub_dataset(hub.group(1))
     chosen = [d for d in _closure_downloads(directory, options) if wheels or not d.from_pypi]
     if not chosen:
         raise UserError.single("the bundle's build downloads nothing to archive", key="--to")
     # Fetched where they are not in the store yet, from their registries (or an archive).
     realise = shutil.which("nix-store") or "nix-store"
-    run(
-        [realise, "--realise", *(d.drv for d in chosen), *project_substituters(options)],
-        capture=True,
-    )
-    paths = [d.output for d in chosen]
-    if not hub:
-        _nix_copy(cache, paths)
-        return Archived(cache, chosen, cache)
-    with tempfile.TemporaryDirectory(prefix="kernelnix-archive-") as folder:
-        _nix_copy(f"file://{folder}", paths)
-        return Archived(cache, chosen, _upload_cache(hub.group(1), Path(folder)))
-
-
-def _hub_dataset(repo_id: str) -> None:
-    """The Hub dataset `repo_id`, created where it does not exist yet."""
-    from huggingface_hub import HfApi
-
-    with hub_requests(f"create the dataset {repo_id} for the archive", key="--to"):
-        HfApi(endpoint=hub_endpoint()).create_repo(repo_id, repo_type="dataset", exist_ok=True)
-
-
-def _upload_cache(repo_id: str, folder: Path) -> str:
-    """The file cache `folder` into Hub dataset `repo_id`; the URL Nix reads it at."""
-    from huggingface_hub import HfApi
-
-    api = HfApi(endpoint=hub_endpoint())
-    with hub_requests(f"upload the archive to the dataset {repo_id}", key="--to"):
-        api.upload_folder(
-            repo_id=repo_id,
-            repo_type="dataset",
-            folder_path=str(folder),
-            commit_message="kernelnix archive",
-        )
-    click.echo(f"uploaded {sum(1 for _ in folder.rglob('*'))} files to {repo_id}", err=True)
-    return f"{hub_endpoint()}/datasets/{repo_id}/resolve/main"
+    command = [realise, "--realise", *(d.drv for d in chosen), *project_substituters(options)]
+    run(command, capture=True)
+    run(nix_command("copy", "--to", cache, *(d.output for d in chosen)))
+    return Archived(cache, chosen)

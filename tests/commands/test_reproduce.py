@@ -234,21 +234,6 @@ def test_a_published_kernel_on_a_hub_that_does_not_answer(
     assert "+ nix" not in result.stderr and "Traceback" not in result.output
 
 
-def test_an_archive_on_a_hub_that_does_not_answer_fetches_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    endpoint = closed_endpoint(monkeypatch)
-    source = copy_example("relu", tmp_path)
-    result = CliRunner().invoke(
-        main, ["archive", "--to", "hf://datasets/org/relu-archive", str(source)]
-    )
-    assert result.exit_code == 2, result.output
-    assert (
-        f"cannot create the dataset org/relu-archive for the archive: {endpoint} did not answer"
-    ) in result.stderr
-    assert "+ nix" not in result.stderr and "Traceback" not in result.output
-
-
 def test_without_against_a_directory_is_bad_input(trees: tuple[Path, Path, Path]) -> None:
     source, _, _ = trees
     result = CliRunner().invoke(main, ["reproduce", str(source)])

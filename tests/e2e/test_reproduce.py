@@ -361,9 +361,17 @@ def test_an_archive_keeps_a_kernel_buildable_after_the_pool_drops_a_package(
         archive = f"file://{tmp_path / 'archive'}"
         archived = kernelnix_here("archive", "--to", f"{archive}?compression=none", str(project))
         assert archived.returncode == 0, archived.stderr
-        assert f"archived {Path(fixed_path(f'{DROPPED}.deb', debs[DROPPED]['sha256'])).name}" in (
-            archived.stdout
-        )
+        dropped = Path(fixed_path(f"{DROPPED}.deb", debs[DROPPED]["sha256"])).name
+        assert f"archived {dropped}" in archived.stdout
+        # The same into an HTTP server that takes uploads.
+        (tmp_path / "uploads").mkdir()
+        with serve_directory(tmp_path / "uploads") as uploads:
+            sent = kernelnix_here(
+                "archive", "--to", f"{uploads.url}?compression=none", str(project)
+            )
+            assert sent.returncode == 0, sent.stderr
+        narinfo = tmp_path / "uploads" / f"{dropped.split('-', 1)[0]}.narinfo"
+        assert "CA: fixed:sha256:" in narinfo.read_text()
 
         def drop() -> None:
             """The package, the Python tree made of it, and what refers to them, gone."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from hubserver import TOKEN, FakeHub, serving_downloads
+from huggingface_hub import constants
 from kernels._rust import KernelDependency, KernelLocks, KernelVersion
 
 from kernelnix.config.tables import KernelDependencyRef
@@ -109,3 +110,27 @@ def test_a_private_dependency_reaches_the_store_where_the_flake_fetches_it(
     with pytest.raises(UserError) as info:
         lock_tree([Dependency("org/private", 1)], hub_api())
     assert "org/private: no such kernel repo" in info.value.diagnostics[0].message
+
+
+def test_a_dependency_on_a_hub_that_stopped_answering_is_one_error(
+    hub: FakeHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Locked while the Hub answered; fetched (for `build`, `archive`, `reproduce`)
+    after it stopped: one error naming the file, no traceback."""
+    unique = os.urandom(8).hex()  # content no store or cache has yet
+    files = {f"build/{VARIANT}/metadata.json": f'{{"version": 1, "x": "{unique}"}}'.encode()}
+    hub.seed("kernel", "org/gone", {"main": files, "v1": files})
+    tree = lock_tree([Dependency("org/gone", 1)], hub_api())
+    locks = planned.KernelLocks(tree.locks, tree.files, None, None)
+    ref = KernelDependencyRef.model_validate({"repo-id": "org/gone", "version": 1})
+    (dep,) = planned.plan_kernel_deps([ref], locks, [VARIANT]).kernels
+    hub.__exit__()  # the server stops: its port refuses connections
+    # Another machine: nothing of the dependency in its download cache.
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    with pytest.raises(UserError) as info:
+        store_kernel_deps([dep])
+    (diagnostic,) = info.value.diagnostics
+    assert diagnostic.message.startswith(
+        f"cannot download the kernel dependency org/gone ({dep.files[0].url}): "
+    )
+    assert "did not answer" in diagnostic.message and diagnostic.fix

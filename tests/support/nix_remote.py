@@ -34,13 +34,24 @@ class CacheServer:
 
 @contextmanager
 def serve_directory(directory: Path) -> Iterator[CacheServer]:
-    """`directory` over HTTP on a free loopback port; every GET's path is recorded."""
+    """`directory` over HTTP on a free loopback port, uploads (PUT) written into it;
+    every request's path is recorded."""
     server_state = CacheServer(url="")
 
     class Handler(SimpleHTTPRequestHandler):
         def do_GET(self) -> None:
             server_state.requests.append(self.path)
             super().do_GET()
+
+        def do_PUT(self) -> None:
+            """An upload (`nix copy --to http://...`): the file, under the directory."""
+            server_state.requests.append(f"PUT {self.path}")
+            target = directory / self.path.split("?")[0].lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(self.rfile.read(int(self.headers.get("content-length") or 0)))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
