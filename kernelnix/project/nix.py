@@ -62,7 +62,11 @@ class NixOptions:
         return self != NixOptions()
 
     def args(self) -> list[str]:
-        args = ["--print-build-logs"] if self.print_build_logs else []
+        return (["--print-build-logs"] if self.print_build_logs else []) + self.job_args()
+
+    def job_args(self) -> list[str]:
+        """--max-jobs and --cores, which `nix` and `nix-store` both take."""
+        args = []
         if self.max_jobs is not None:
             args += ["--max-jobs", str(self.max_jobs)]
         if self.cores is not None:
@@ -169,12 +173,36 @@ def explain_nix_error(stderr: str) -> Diagnostic | None:
     return None
 
 
+@dataclass(frozen=True)
+class Finished:
+    """A command run by `run_shown`: its status, its stdout (when captured) and the
+    end of its stderr, where Nix says what failed."""
+
+    returncode: int
+    stdout: str
+    tail: str
+
+
 def run(
     command: Sequence[str], cwd: Path | None = None, capture: bool = False, shell: bool = False
 ) -> str:
     """Print `+ nix ...`, run it with its stderr passed through; a failure exits with
     Nix's status, or with 2 and the explanation when Nix's message is a known one.
     An interactive `shell` keeps the terminal: its stderr is not read."""
+    done = run_shown(command, cwd, capture, shell)
+    if done.returncode != 0:
+        explained = explain_nix_error(done.tail)
+        if explained is None:
+            sys.exit(done.returncode)
+        raise UserError([explained])
+    return done.stdout
+
+
+def run_shown(
+    command: Sequence[str], cwd: Path | None = None, capture: bool = False, shell: bool = False
+) -> Finished:
+    """Print the command, run it with its stderr passed through as it comes; whatever
+    its status."""
     click.echo(shown(command), err=True)
     tail: deque[str] = deque(maxlen=400)  # the end is where Nix says what failed
     captured: list[str] = []
@@ -195,13 +223,7 @@ def run(
             sys.stderr.write(line)
             tail.append(line)
         reader.join()
-        stdout = "".join(captured)
-    if process.returncode != 0:
-        explained = explain_nix_error("".join(tail))
-        if explained is None:
-            sys.exit(process.returncode)
-        raise UserError([explained])
-    return stdout
+    return Finished(process.returncode, "".join(captured), "".join(tail))
 
 
 def _untracked(root: Path, names: list[str]) -> list[str]:

@@ -29,10 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
-
 from kernelnix.core.diagnostics import UserError
-from kernelnix.core.process import shown
 from kernelnix.project.nix import (
     FlakeProject,
     NixOptions,
@@ -41,6 +38,7 @@ from kernelnix.project.nix import (
     prepare,
     require_offered,
     run,
+    run_shown,
     sandbox_options,
 )
 
@@ -83,12 +81,7 @@ class Rebuilt:
 
 def _store_options(options: NixOptions) -> list[str]:
     """NixOptions for nix-store, which prints build logs unless told not to."""
-    args = [] if options.print_build_logs else ["--no-build-output"]
-    if options.max_jobs is not None:
-        args += ["--max-jobs", str(options.max_jobs)]
-    if options.cores is not None:
-        args += ["--cores", str(options.cores)]
-    return args
+    return ([] if options.print_build_logs else ["--no-build-output"]) + options.job_args()
 
 
 def _nix_store(*args: str) -> list[str]:
@@ -139,11 +132,8 @@ def _check(drv: str, output: str, copy: Path, args: Sequence[str]) -> bool:
     """Build `drv` again and compare with its valid `output`: True when the same;
     else the rebuild is copied to `copy` (Nix's `.check` path is not a store path
     that stays) and False."""
-    command = _nix_store("--realise", "--check", "--keep-failed", drv, *args)
-    click.echo(shown(command), err=True)
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    sys.stderr.write(done.stderr)
-    for kept in KEPT_BUILD_DIRECTORY.findall(done.stderr):
+    done = run_shown(_nix_store("--realise", "--check", "--keep-failed", drv, *args))
+    for kept in KEPT_BUILD_DIRECTORY.findall(done.tail):
         shutil.rmtree(kept, ignore_errors=True)
     if done.returncode == 0:
         return True

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelnix.core.diagnostics import UserError
-from kernelnix.project.nix import NixOptions, nix_command, prepare, run
+from kernelnix.project.nix import FlakeProject, NixOptions, nix_command, prepare, run
 
 PYPI_FILES = re.compile(r"^https?://files\.pythonhosted\.org/")
 
@@ -65,15 +65,7 @@ class Archived:
     downloads: list[Download]
 
 
-def project_substituters(options: NixOptions) -> list[str]:
-    """The archives already named, as nix-store's extra substituters."""
-    if not options.archives:
-        return []
-    return ["--option", "extra-substituters", " ".join(options.archives)]
-
-
-def _closure_downloads(directory: Path, options: NixOptions) -> list[Download]:
-    project = prepare(directory, options.archives)
+def _closure_downloads(project: FlakeProject) -> list[Download]:
     drv = run(
         nix_command("eval", "--raw", project.ref("bundle.drvPath"), *project.nix_args),
         capture=True,
@@ -91,12 +83,13 @@ def archive(directory: Path, cache: str, *, wheels: bool, options: NixOptions) -
             key="--to",
             fix="pass a folder, file:///path or http(s)://host/path",
         )
-    chosen = [d for d in _closure_downloads(directory, options) if wheels or not d.from_pypi]
+    project = prepare(directory, options.archives)
+    chosen = [d for d in _closure_downloads(project) if wheels or not d.from_pypi]
     if not chosen:
         raise UserError.single("the bundle's build downloads nothing to archive", key="--to")
     # Fetched where they are not in the store yet, from their registries (or an archive).
     realise = shutil.which("nix-store") or "nix-store"
-    command = [realise, "--realise", *(d.drv for d in chosen), *project_substituters(options)]
+    command = [realise, "--realise", *(d.drv for d in chosen), *project.substituters]
     run(command, capture=True)
     run(nix_command("copy", "--to", cache, *(d.output for d in chosen)))
     return Archived(cache, chosen)
