@@ -132,7 +132,8 @@ def _check(drv: str, output: str, copy: Path, args: Sequence[str]) -> bool:
     """Build `drv` again and compare with its valid `output`: True when the same;
     else the rebuild is copied to `copy` (Nix's `.check` path is not a store path
     that stays) and False."""
-    done = run_shown(_nix_store("--realise", "--check", "--keep-failed", drv, *args))
+    # Its stdout (the path) is not the report's.
+    done = run_shown(_nix_store("--realise", "--check", "--keep-failed", drv, *args), capture=True)
     for kept in KEPT_BUILD_DIRECTORY.findall(done.tail):
         shutil.rmtree(kept, ignore_errors=True)
     if done.returncode == 0:
