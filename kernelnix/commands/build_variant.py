@@ -14,7 +14,14 @@ import click
 from kernelnix.cli import command, exits_on, reports_user_errors
 from kernelnix.compile import BuildError, build_variant
 from kernelnix.compile.dependencies import dependency_locations
-from kernelnix.compile.variant import parse_cuda_archs, with_cuda_archs
+from kernelnix.compile.variant import (
+    Prebuilt,
+    compile_object,
+    configure_variant,
+    parse_cuda_archs,
+    with_cuda_archs,
+)
+from kernelnix.core.diagnostics import UserError
 from kernelnix.host.system import current_system
 from kernelnix.plan.model import read_plan
 from kernelnix.variants.matrix import TOOLCHAINS
@@ -58,9 +65,8 @@ reports_build_errors = exits_on(BuildError, "build failed: ")
 @click.option("--system", metavar="SYSTEM", help="The plan's system (default: this machine's).")
 @click.option(
     "--source",
-    required=True,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="The kernel's directory (with build.toml).",
+    help="The kernel's directory (with build.toml); not read by --step configure.",
 )
 @click.option(
     "--out",
@@ -103,13 +109,35 @@ reports_build_errors = exits_on(BuildError, "build failed: ")
     type=click.Path(file_okay=False, path_type=Path),
     help="Keep the CMake project and build tree here (default: a temporary directory).",
 )
+@click.option(
+    "--step",
+    type=click.Choice(["variant", "configure", "object"]),
+    default="variant",
+    show_default=True,
+    help="Object by object (docs/distributed.md): `configure` writes the configured "
+    "CMake tree into OUT (from the sources' names only), `object` compiles one source "
+    "of it into OUT, `variant` with --configured links the objects and finishes.",
+)
+@click.option(
+    "--configured",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The configure step's output (for --step object, and --step variant with --objects-file).",
+)
+@click.option(
+    "--object", "object_source", metavar="SOURCE", help="The source --step object compiles."
+)
+@click.option(
+    "--objects-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The object steps' outputs, separated by white space, for --step variant.",
+)
 @reports_user_errors
 @reports_build_errors
 def build_variant_command(
     plan_path: Path,
     variant: str,
     system: str | None,
-    source: Path,
+    source: Path | None,
     out: Path,
     unique_id: str | None,
     kernel_git: str | None,
@@ -122,6 +150,10 @@ def build_variant_command(
     cuda_archs: str | None,
     dependencies: tuple[str, ...],
     work_dir: Path | None,
+    step: str,
+    configured: Path | None,
+    object_source: str | None,
+    objects_file: Path | None,
 ) -> None:
     """\b
     Examples:
@@ -132,9 +164,47 @@ def build_variant_command(
     plan = read_plan(plan_path)
     if cuda_archs is not None:
         plan = with_cuda_archs(plan, parse_cuda_archs(cuda_archs))
+    target_system = system or current_system()
+    if step == "configure":
+        configure_variant(
+            plan,
+            target_system,
+            variant,
+            out,
+            unique_id=unique_id,
+            redistributable=redistributable,
+            jobs=jobs,
+            work_dir=work_dir,
+            glibc_target=glibc_target,
+        )
+        return
+    if source is None:
+        raise UserError.single(f"--step {step} needs --source (the kernel's directory)")
+    if step == "object":
+        if configured is None or object_source is None:
+            raise UserError.single("--step object needs --configured and --object")
+        built_object = compile_object(
+            plan,
+            plan.variant(target_system, variant),
+            configured,
+            object_source,
+            source,
+            out,
+            work_dir=work_dir,
+            glibc_target=glibc_target,
+        )
+        click.echo(f"compiled {built_object}")
+        return
+    if (configured is None) != (objects_file is None):
+        raise UserError.single("--configured and --objects-file go together")
+    prebuilt = (
+        Prebuilt(configured, [Path(p) for p in objects_file.read_text().split()])
+        if configured and objects_file
+        else None
+    )
     built = build_variant(
         plan,
-        system or current_system(),
+        target_system,
         variant,
         source,
         out,
@@ -147,5 +217,6 @@ def build_variant_command(
         import_check=not no_import_check,
         glibc_target=glibc_target,
         local_kernels=local_kernels,
+        prebuilt=prebuilt,
     )
     click.echo(f"built {built}")

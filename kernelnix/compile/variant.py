@@ -21,6 +21,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 from kernelnix.checks import (
@@ -30,6 +31,7 @@ from kernelnix.checks import (
     render_reports,
     run_checks,
 )
+from kernelnix.compile import objects
 from kernelnix.compile.dependencies import dependency_definitions
 from kernelnix.compile.glibc import (
     GlibcTarget,
@@ -67,13 +69,24 @@ class BuildError(Exception):
     """A build that ran and failed (a compiler error, a failed check)."""
 
 
+@dataclass(frozen=True)
+class Prebuilt:
+    """A variant's objects built by earlier steps: its configured tree
+    (configure_variant) and the outputs of its object steps (compile_object)."""
+
+    configured: Path
+    objects: list[Path]
+
+
 # What a failed compile's output says, in kernelnix's words (none: nothing recognised).
 Explain = Callable[[str], list[Diagnostic]]
 
 
-def run_command(args: list[str], env: dict[str, str] | None = None) -> None:
+def run_command(
+    args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> None:
     """Run a command, printing it first as `+ cmd`; BuildError when it fails."""
-    done = run_shown(args, env=env)
+    done = run_shown(args, env=env, cwd=cwd)
     if done.returncode != 0:
         raise BuildError(f"{Path(args[0]).name} exited with status {done.returncode}")
 
@@ -276,21 +289,35 @@ def _compile_environment(launcher: str | None, work: Path) -> dict[str, str] | N
     return {**defaults, **os.environ}
 
 
-KERNEL_LINK = "kernel"
+KERNEL_DIR = "kernel"
 
 
-def _link_kernel(project: Path, source_dir: Path) -> Path:
-    """The kernel's tree as <project>/kernel, the KERNEL_SOURCE_DIR of the CMake project.
+def _stage_kernel(project: Path, source_dir: Path, sources: list[str] | None) -> Path:
+    """The kernel's tree as <project>/kernel, the KERNEL_SOURCE_DIR of the CMake project:
+    a copy of `sources` (those `source_dir` has), or, None, a link to `source_dir`
+    (the build's own hipified tree).
 
-    CMake names the object file of a source outside the project after its absolute
-    path, and nvcc's -MT carries that name into the command a compiler cache hashes:
-    through the link, object names are the same for every copy of the tree.
+    A source's path is then the same in every build: CMake names the object file of
+    a source outside the project after its absolute path (which nvcc's -MT carries
+    into the command a compiler cache hashes), and nvcc names a source's anonymous
+    namespaces after its real path, which a link to the store would make the
+    source's store path. File times are kept: an incremental build compiles only
+    what changed.
     """
-    link = project.resolve() / KERNEL_LINK
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    link.symlink_to(source_dir.resolve(), target_is_directory=True)
-    return link
+    kernel = project.resolve() / KERNEL_DIR
+    if kernel.is_symlink():
+        kernel.unlink()
+    elif kernel.exists() and sources is None:
+        shutil.rmtree(kernel)
+    if sources is None:
+        kernel.symlink_to(source_dir.resolve(), target_is_directory=True)
+        return kernel
+    for source in sources:
+        if (source_dir / source).is_file():
+            (kernel / source).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source_dir / source, kernel / source)
+            (kernel / source).chmod(0o644)
+    return kernel
 
 
 def _cmake_definitions(
@@ -370,6 +397,56 @@ def _check_archs(library: Path, variant: PlanVariant) -> None:
         )
 
 
+def _configure(
+    plan: Plan,
+    system: str,
+    name: str,
+    source_dir: Path,
+    work: Path,
+    metadata: str,
+    jobs: int | None,
+    redistributable: bool,
+    glibc: GlibcTarget | None,
+) -> tuple[Path, Path, str | None]:
+    """Write and configure the variant's CMake project in `work`: (the build tree, the
+    kernel's tree as the project sees it, the compiler launcher)."""
+    variant = plan.variant(system, name)
+    staged: list[str] | None = list(plan.sources)
+    if needs_hipify(plan, variant):
+        sources = [
+            s for k in variant.compile for s in plan.kernels[k].src if s.endswith(CUDA_SUFFIXES)
+        ]
+        print(f"hipify {', '.join(sources)} (torch.utils.hipify)", flush=True)
+        plan = with_hipified_sources(plan, hipify_tree(source_dir, work / "hipified", sources))
+        source_dir, staged = work / "hipified", None
+    project, build = work / objects.PROJECT, work / objects.BUILD
+    write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
+    kernel = _stage_kernel(project, source_dir, staged)
+    launcher = compiler_launcher()
+    definitions = _cmake_definitions(
+        plan, variant, kernel, jobs, launcher, redistributable, glibc, work
+    )
+    run_command(
+        ["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions],
+        configure_environment(definitions),
+    )
+    return build, kernel, launcher
+
+
+def _glibc_explain(glibc: GlibcTarget | None, kernel: Path) -> Explain | None:
+    """What a compile's output says of a function newer than the glibc target."""
+    if glibc is None:
+        return None
+    return lambda output: undeclared_newer_functions(output, glibc, kernel)
+
+
+def _check_unbound(build: Path, variant: PlanVariant, glibc: GlibcTarget | None) -> None:
+    if glibc:
+        unbound = unbound_newer_functions(build / variant.library, build, glibc)
+        if unbound:
+            raise UserError(unbound)
+
+
 @contextmanager
 def _compiled(
     plan: Plan,
@@ -386,34 +463,118 @@ def _compiled(
     With a glibc target, a function newer than it is one UserError (kernelnix.compile.glibc)."""
     variant = plan.variant(system, name)
     with _work_dir(work_dir) as work:
-        project, build = work / "project", work / "build"
-        if needs_hipify(plan, variant):
-            sources = [
-                s for k in variant.compile for s in plan.kernels[k].src if s.endswith(CUDA_SUFFIXES)
-            ]
-            print(f"hipify {', '.join(sources)} (torch.utils.hipify)", flush=True)
-            plan = with_hipified_sources(plan, hipify_tree(source_dir, work / "hipified", sources))
-            source_dir = work / "hipified"
-        write_project({**cmake_project(plan, system, name), "metadata.json": metadata}, project)
-        kernel = _link_kernel(project, source_dir)
-        launcher = compiler_launcher()
-        definitions = _cmake_definitions(
-            plan, variant, kernel, jobs, launcher, redistributable, glibc, work
-        )
-        run_command(
-            ["cmake", "-G", "Ninja", "-S", str(project), "-B", str(build), *definitions],
-            configure_environment(definitions),
+        build, kernel, launcher = _configure(
+            plan, system, name, source_dir, work, metadata, jobs, redistributable, glibc
         )
         run_compile(
             ["cmake", "--build", str(build), *(["-j", str(jobs)] if jobs else [])],
             _compile_environment(launcher, work),
-            (lambda output: undeclared_newer_functions(output, glibc, kernel)) if glibc else None,
+            _glibc_explain(glibc, kernel),
         )
-        if glibc:
-            unbound = unbound_newer_functions(build / variant.library, build, glibc)
-            if unbound:
-                raise UserError(unbound)
+        _check_unbound(build, variant, glibc)
         yield build
+
+
+@contextmanager
+def _linked(
+    plan: Plan,
+    system: str,
+    name: str,
+    prebuilt: Prebuilt,
+    source_dir: Path,
+    work_dir: Path | None,
+    metadata: str,
+    glibc: GlibcTarget | None,
+) -> Iterator[Path]:
+    """The variant's objects, compiled one derivation each, linked in a copy of its
+    configured tree; yields the build tree, as _compiled does."""
+    variant = plan.variant(system, name)
+    with _work_dir(work_dir) as work:
+        project, build = objects.restore_configured(prebuilt.configured, work)
+        (project / "metadata.json").write_text(metadata)
+        _stage_kernel(project, source_dir, list(plan.sources))
+        objects.place_objects(prebuilt.configured, build, prebuilt.objects)
+        run_command(["sh", "-c", objects.link_command(build, variant.library)], cwd=build)
+        _check_unbound(build, variant, glibc)
+        yield build
+
+
+def _configured_plan(plan: Plan, system: str, name: str, unique_id: str | None) -> Plan:
+    """The plan a configure or object step builds from; a UserError for a variant the
+    steps cannot build object by object."""
+    if unique_id is not None:
+        plan = apply_unique_id(plan, unique_id)
+    variant = plan.variant(system, name)
+    if variant.kind == "noarch" or needs_hipify(plan, variant):
+        why = "it compiles nothing" if variant.kind == "noarch" else "it hipifies its sources"
+        raise UserError.single(
+            f"{name} cannot be built object by object: {why}",
+            fix="build it in one step (without --configure-only, --object or --objects)",
+        )
+    return plan
+
+
+def configure_variant(
+    plan: Plan,
+    system: str,
+    name: str,
+    out: Path,
+    *,
+    unique_id: str | None = None,
+    redistributable: bool = False,
+    jobs: int | None = None,
+    work_dir: Path | None = None,
+    glibc_target: Path | None = None,
+) -> Path:
+    """The variant's configured CMake project and build tree, and the objects it
+    compiles (kernelnix.compile.objects), into `out`. It reads the sources' names
+    only (the plan's), never their text."""
+    plan = _configured_plan(plan, system, name, unique_id)
+    glibc = read_glibc_target(glibc_target) if glibc_target else None
+    with _work_dir(work_dir) as work:
+        skeleton = objects.write_skeleton(plan, work / "skeleton")
+        _, kernel, _ = _configure(
+            plan, system, name, skeleton, work, "{}\n", jobs, redistributable, glibc
+        )
+        with replacing_dir(out) as target:
+            objects.save_configured(work, kernel, target)
+    print(f"configured {name}: {len(objects.configured_objects(out))} objects", flush=True)
+    return out
+
+
+def compile_object(
+    plan: Plan,
+    variant: PlanVariant,
+    configured: Path,
+    source: str,
+    source_dir: Path,
+    out: Path,
+    *,
+    work_dir: Path | None = None,
+    glibc_target: Path | None = None,
+) -> Path:
+    """Compile `source` of `variant` in a copy of its configured tree, as the one-step
+    build's Ninja would; its object, at its path in the build tree, into `out`."""
+    output = objects.object_of(configured, source)
+    glibc = read_glibc_target(glibc_target) if glibc_target else None
+    launcher = compiler_launcher()
+    with _work_dir(work_dir) as work:
+        project, build = objects.restore_configured(configured, work)
+        # The object's own source tree holds the headers and this source only.
+        kernel = _stage_kernel(project, source_dir, list(plan.sources))
+        if variant.backend == "cuda":
+            # nvcc's host compiler wrappers, which the configure step wrote outside
+            # its tree, at the same path (named after their text).
+            host_compiler_definitions(work, launcher)
+        run_compile(
+            ["ninja", "-C", str(build), output],
+            _compile_environment(launcher, work),
+            _glibc_explain(glibc, kernel),
+        )
+        with replacing_dir(out) as target:
+            (target / output).parent.mkdir(parents=True)
+            shutil.copyfile(build / output, target / output)
+    return out / output
 
 
 def _install(build: Path, target: Path, variant: PlanVariant, strip: bool) -> None:
@@ -551,6 +712,7 @@ def build_variant(
     import_check: bool = True,
     glibc_target: Path | None = None,
     local_kernels: str | None = None,
+    prebuilt: Prebuilt | None = None,
 ) -> Path:
     """Build one variant of `plan` into `out_dir/<variant_name>/` and return that path.
 
@@ -563,7 +725,8 @@ def build_variant(
     of the variant's kernel dependencies (LOCAL_KERNELS form, as the flake fetched
     them); None: downloaded through huggingface_hub's cache. `work_dir`
     keeps the CMake project and build tree (incremental rebuilds); without it
-    they live in a temporary directory that is removed afterwards.
+    they live in a temporary directory that is removed afterwards. `prebuilt`: the
+    objects were compiled by earlier steps, and are linked here.
     """
     if unique_id is not None:
         plan = apply_unique_id(plan, unique_id)
@@ -581,9 +744,12 @@ def build_variant(
     destination = out_dir / variant_name
     # The variant directory is staged only after the compile: a build killed
     # while compiling leaves nothing in out_dir.
+    glibc = read_glibc_target(glibc_target) if glibc_target else None
     compiled = (
         nullcontext(None)
         if variant.kind == "noarch"
+        else _linked(plan, system, variant_name, prebuilt, source_dir, work_dir, metadata, glibc)
+        if prebuilt
         else _compiled(
             plan,
             system,
@@ -593,7 +759,7 @@ def build_variant(
             metadata,
             jobs,
             redistributable,
-            read_glibc_target(glibc_target) if glibc_target else None,
+            glibc,
         )
     )
     # The import check's interpreter imports Torch while the variant compiles.

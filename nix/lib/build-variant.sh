@@ -35,22 +35,32 @@ if [ -n "$redistributable" ]; then policy=--redistributable; fi
 if [ -n "${glibcTarget:-}" ]; then policy="$policy --glibc-target $glibcTarget"; fi
 if [ -n "${noImportCheck:-}" ]; then policy="$policy --no-import-check"; fi
 
-# localKernels: the kernel dependencies' folders (nix/lib/kernel-deps.nix), which
-# the import check resolves get_kernel_dep with, as the loader's LOCAL_KERNELS.
 # The CMake project in a folder whose path is the same in every build of the
 # derivation ($TMPDIR is /build in the sandbox), not a random temporary one:
 # what is not mapped to a neutral path keeps it (-G's device debug information
 # names the build folder; kernelnix/compile/nvcc_host.py maps the rest), and
-# `nix build --rebuild` must see the same bytes.
+# `nix build --rebuild` must see the same bytes. The steps of a build object by
+# object (nix/lib/variant.nix: configure, one per object, then the variant)
+# restore their tree at that same path, so that their bytes are the one-step
+# build's.
 # shellcheck disable=SC2086 # $jobs is empty or two words, $policy up to four
-exec "$KERNELNIX_PYTHON" -m kernelnix build-variant $jobs $policy \
+set -- $jobs $policy \
   --work-dir "${TMPDIR:-/tmp}/kernelnix-build" \
   --plan "$planFile" \
   --variant "$variant" \
   --system "$targetSystem" \
-  --source "$src" \
-  --out "$out" \
   --unique-id "$uniqueId" \
-  --kernel-git "$kernelGit" \
-  --toolchain "$toolchainName" \
-  ${localKernels:+--local-kernels "$localKernels"}
+  --out "$out"
+case "${kernelnixStep:-variant}" in
+  configure) set -- "$@" --step configure ;;
+  object) set -- "$@" --step object --configured "$configured" --object "$objectSource" --source "$src" ;;
+  *)
+    # localKernels: the kernel dependencies' folders (nix/lib/kernel-deps.nix),
+    # which the import check resolves get_kernel_dep with, as the loader's
+    # LOCAL_KERNELS.
+    set -- "$@" --source "$src" --kernel-git "$kernelGit" --toolchain "$toolchainName" \
+      ${localKernels:+--local-kernels "$localKernels"} \
+      ${configured:+--configured "$configured" --objects-file "$objectsPath"}
+    ;;
+esac
+exec "$KERNELNIX_PYTHON" -m kernelnix build-variant "$@"

@@ -44,6 +44,12 @@
   # KERNELNIX_MAX_NVCC_JOBS (pure evaluation reads no environment).
   compilerCache ? null,
   maxNvccJobs ? null,
+  # Each compiled variant as one derivation per object (docs/distributed.md):
+  # true, false, or null: for the variants that compile at least
+  # `objectBuildThreshold` sources (ROCm variants, whose sources are hipified
+  # first, never).
+  objectBuild ? null,
+  objectBuildThreshold ? 16,
   # kernel-builder's `ps: [ ... ]` (nixpkgs' Python packages) of ci-test and the
   # shells; no toolchain has nixpkgs: the host Python must have them.
   pythonCheckInputs ? (ps: [ ]),
@@ -180,8 +186,35 @@ let
           importCheck = doGetKernelCheck;
           compilerCache = fromEnvironment compilerCache "KERNELNIX_COMPILER_CACHE";
           maxNvccJobs = fromEnvironment maxNvccJobs "KERNELNIX_MAX_NVCC_JOBS";
+          objectBuild = objectBuildOf planVariants.${name};
         }
       );
+      # The sources a variant compiles: its kernels' and the binding's.
+      compileUnits =
+        variant:
+        util.unique (
+          builtins.filter sources.isCompileUnit (
+            plan.framework-sources.src
+            ++ builtins.concatMap (kernel: plan.kernels.${kernel}.src) (
+              builtins.attrNames (variant.compile or { })
+            )
+          )
+        );
+      objectBuildOf =
+        variant:
+        let
+          units = compileUnits variant;
+          possible = variant.kind != "noarch" && variant.backend != "rocm" && units != [ ];
+          chosen =
+            if objectBuild == null then builtins.length units >= objectBuildThreshold else objectBuild;
+        in
+        if possible && chosen then
+          {
+            inherit units;
+            sourceFor = sources.forObject;
+          }
+        else
+          null;
       backendOf = name: planVariants.${name}.backend;
       archName = name: util.archVariantName name planVariants.${name};
       # An attribute per variant name and per arch variant name (kernel-builder's

@@ -33,10 +33,22 @@ let
     };
   optionalDir =
     dir: name: if builtins.pathExists (path + "/${dir}") then filtered name (underDir dir) else null;
+  # What CMake compiles, by suffix (kernelnix/emit/cmake.py); the rest of the
+  # sources are headers and the Python package. The variant step checks that
+  # every object the project compiles was built (kernelnix/compile/objects.py).
+  compileSuffixes = [ ".cu" ".hip" ".cpp" ".cc" ".cxx" ".c++" ".C" ".mm" ];
+  isCompileUnit = source: builtins.any (suffix: util.hasSuffix suffix source) compileSuffixes;
+  notUnits = builtins.filter (source: !(isCompileUnit source)) plan.sources;
 in
 {
   # What a variant build reads: the plan's `sources` (the plan comes apart).
   build = filtered "${plan.python-name}-source" (onlyFiles plan.sources);
+  inherit isCompileUnit;
+  # What one object's compile reads: its source and every file that is not a
+  # compile unit (the headers it may include), so that editing another source
+  # changes nothing of it.
+  forObject =
+    unit: filtered "${plan.python-name}-source-${util.storeName unit}" (onlyFiles (notUnits ++ [ unit ]));
   # What `kernelnix fill-card` reads: the card template, build.toml, the
   # package and benchmarks/; null without CARD.md.
   card =

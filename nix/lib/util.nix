@@ -74,6 +74,13 @@ rec {
 
   # Quote a string as one POSIX shell word: the only way a value from build.toml
   # (e.g. the Hub repo id) enters a generated script.
+  # A store path name made of `s`: each character a store name may not hold
+  # becomes `-` (`csrc/flash fwd.cu` -> `csrc-flash-fwd.cu`).
+  storeName =
+    s:
+    builtins.concatStringsSep "" (
+      map (c: if builtins.match "[A-Za-z0-9+._?=-]" c == null then "-" else c) (characters s)
+    );
   shellQuote = s: "'" + builtins.replaceStrings [ "'" ] [ "'\\''" ] s + "'";
 
   # Variant names come from the matrix grammar; check them before they become

@@ -26,6 +26,11 @@
   # by builds, and at most this many CUDA compiles at once. null: off.
   compilerCache ? null,
   maxNvccJobs ? null,
+  # Object by object (docs/distributed.md): null, or { units; sourceFor; }: the
+  # sources the variant compiles and, for each, the filtered source its
+  # compile reads (./sources.nix forObject). Each becomes a derivation of its
+  # own, after one configure derivation; the variant derivation links them.
+  objectBuild ? null,
 }:
 let
   inputs = toolchain.variantEnv { inherit system name variant; };
@@ -38,26 +43,50 @@ let
       }
     else
       null;
+  # What every step of the variant's build gets: the toolchain's inputs, the
+  # plan, and the settings of its compiles.
+  stepOf =
+    attributes:
+    builtins.derivation (
+      inputs.env
+      // {
+        inherit system planFile uniqueId;
+        builder = inputs.builder;
+        args = [ ./build-variant.sh ];
+        toolchainSetup = inputs.setup;
+        variant = name;
+        targetSystem = variant.system;
+        toolchainName = toolchain.name;
+        # Redistributable builds meet the default check policy (--redistributable).
+        redistributable = if inputs.redistributable or toolchain.redistributable then "1" else "";
+      }
+      // (if compilerCache == null then { } else { KERNELNIX_COMPILER_CACHE = compilerCache; })
+      // (if maxNvccJobs == null then { } else { KERNELNIX_MAX_NVCC_JOBS = toString maxNvccJobs; })
+      // attributes
+    );
+  # The configured CMake tree, from the sources' names (the plan's): an edit
+  # to a source configures nothing again.
+  configured = stepOf {
+    name = "${plan.python-name}-${name}-configured";
+    kernelnixStep = "configure";
+  };
+  objectOf =
+    unit:
+    stepOf {
+      name = "${plan.python-name}-${name}-${util.storeName (baseNameOf unit)}.o";
+      kernelnixStep = "object";
+      inherit configured;
+      objectSource = unit;
+      src = objectBuild.sourceFor unit;
+      # An object holds no store path, as the variant does not.
+      allowedReferences = [ ];
+    };
+  objects = map objectOf objectBuild.units;
 in
-builtins.derivation (
-  inputs.env
-  // {
-    inherit
-      system
-      src
-      planFile
-      uniqueId
-      kernelGit
-      ;
+stepOf (
+  {
+    inherit src kernelGit;
     name = "${plan.python-name}-${name}";
-    builder = inputs.builder;
-    args = [ ./build-variant.sh ];
-    toolchainSetup = inputs.setup;
-    variant = name;
-    targetSystem = variant.system;
-    toolchainName = toolchain.name;
-    # Redistributable builds meet the default check policy (--redistributable).
-    redistributable = if inputs.redistributable or toolchain.redistributable then "1" else "";
     # A variant refers to nothing in the store: a path that leaks into the library
     # (__FILE__ of a header, an RPATH) would keep its whole Torch environment alive
     # and travel with every copy of the bundle. Nix fails the build instead.
@@ -65,9 +94,17 @@ builtins.derivation (
   }
   # Only when set, so that the defaults change no derivation.
   // (if importCheck then { } else { noImportCheck = "1"; })
-  // (if compilerCache == null then { } else { KERNELNIX_COMPILER_CACHE = compilerCache; })
-  // (if maxNvccJobs == null then { } else { KERNELNIX_MAX_NVCC_JOBS = toString maxNvccJobs; })
   // (if kernelDeps == null then { } else { inherit (kernelDeps) localKernels; })
+  // (
+    if objectBuild == null then
+      { }
+    else
+      {
+        inherit configured objects;
+        # Read from a file: hundreds of store paths.
+        passAsFile = [ "objects" ];
+      }
+  )
 )
 // (inputs.passthru or { })
 // {

@@ -317,6 +317,18 @@ function(kernelnix_component target)
   if(NVCC_JOBS GREATER 0 AND ARGN)
     set_target_properties(${target} PROPERTIES JOB_POOL_COMPILE kernelnix_nvcc)
   endif()
+  # nvcc names anonymous namespaces, and the intermediate files whose names the
+  # object keeps, after its process id: with a seed per source (its path in the
+  # kernel) and the intermediate files named after the object, an object's bytes
+  # do not depend on what else ran before it, so a compile in a derivation of its
+  # own gives the one-step build's bytes (and a parallel build the same bytes
+  # every time). nvcc has --frandom-seed from 12.9.
+  if(CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.9)
+    foreach(source IN LISTS ARGN)
+      set_property(SOURCE "${KERNEL_SOURCE_DIR}/${source}" APPEND PROPERTY
+        COMPILE_OPTIONS "--frandom-seed=${source}" "--objdir-as-tempdir")
+    endforeach()
+  endif()
 endfunction()
 
 # Include directories of a component, relative to KERNEL_SOURCE_DIR.
@@ -356,7 +368,10 @@ endfunction()
 # The options are one list: each element reaches the compiler as one argument.
 function(kernelnix_source_options options)
   list(TRANSFORM ARGN PREPEND "${KERNEL_SOURCE_DIR}/" OUTPUT_VARIABLE sources)
-  set_source_files_properties(${sources} PROPERTIES COMPILE_OPTIONS "${options}")
+  # Appended: a CUDA source already has its seed (kernelnix_component).
+  if(NOT options STREQUAL "")
+    set_property(SOURCE ${sources} APPEND PROPERTY COMPILE_OPTIONS "${options}")
+  endif()
 endfunction()
 
 # The language of some of a component's sources (`.cu` compiled as HIP).
