@@ -1,0 +1,181 @@
+"""A variant built object by object (kernelFlake's objectBuild, docs/distributed.md):
+fused-scale's CUDA variant through the hermetic toolchain in the sandbox, as a
+configure derivation, one derivation per compiled source and the variant
+derivation that links them.
+
+- Its NAR hash is the one-derivation build's (a copy of the project without
+  objectBuild, the same commit date, so the same op namespace).
+- A build stopped after its first object keeps it: the rerun compiles the rest.
+- Editing one source rebuilds that object and the variant, nothing else.
+
+The project is committed and then edited, as a kernel author's tree is: a dirty
+tree's op namespace (`<commit date>-dirty`, Nix 2.8) stays put while it is
+edited, so the objects that do not change stay valid (a commit renames the
+namespace, which every compile sees).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from nix_projects import GIT_IDENTITY, git, kernelnix_clone, make_project, nix
+from paths import EXAMPLES
+
+SANDBOX = ("--option", "sandbox", "true", "--option", "sandbox-fallback", "false")
+CUDA = "torch213-cxx11-cu130-x86_64-linux"
+PACKAGE = f"packages.x86_64-linux.{CUDA}"
+UNITS = (
+    "fused_scale_cuda/dispatch.cu",
+    "fused_scale_cuda/kernels.cu",
+    "torch-ext/torch_binding.cpp",
+)
+COMMIT_DATE = "2026-01-01T00:00:00+00:00"
+
+pytestmark = pytest.mark.skipif(shutil.which("nix") is None, reason="needs Nix")
+
+
+@dataclass(frozen=True)
+class Project:
+    path: Path
+    env: dict[str, str]
+
+    def nix(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return nix(self.path, self.env, *args)
+
+    def attribute(self, expression: str) -> object:
+        """`expression` of the variant's package: an attribute, or `drvAttrs ? name`."""
+        apply = f"package: package.{expression}"
+        return json.loads(self.nix("eval", "--json", f".#{PACKAGE}", "--apply", apply).stdout)
+
+    def will_build(self) -> list[str]:
+        """The names of the derivations `nix build` of the variant would build."""
+        done = self.nix("build", f".#{CUDA}", "--dry-run", *SANDBOX).stderr
+        listed = done.partition("will be built:")[2].partition("will be fetched")[0]
+        return sorted(re.findall(r"/nix/store/[a-z0-9]{32}-(.+)\.drv", listed))
+
+    def build(self, *options: str) -> subprocess.CompletedProcess[str]:
+        return self.nix("build", f".#{CUDA}", "-o", str(self.path / "result"), *SANDBOX, *options)
+
+    def edit(self, source: str, text: str) -> None:
+        with (self.path / source).open("a") as file:
+            file.write(f"\n// {text}\n")
+        git(self.path, "add", "-A")
+
+
+def committed_project(
+    work: Path, url: str, env: dict[str, str], name: str, objects: bool
+) -> Project:
+    path = make_project(
+        EXAMPLES / "fused-scale",
+        work / name,
+        url,
+        env,
+        ("--toolchain", "hermetic", "--no-host-record"),
+    )
+    if objects:
+        flake = path / "flake.nix"
+        flake.write_text(
+            flake.read_text().replace("path = ./.;", "path = ./.;\n      objectBuild = true;")
+        )
+    committed = {**env, "GIT_AUTHOR_DATE": COMMIT_DATE, "GIT_COMMITTER_DATE": COMMIT_DATE}
+    nix(path, env, "flake", "lock")
+    git(path, "add", "-A")
+    subprocess.run(
+        ["git", *GIT_IDENTITY, "commit", "-qm", "kernel"], cwd=path, env=committed, check=True
+    )
+    # Dirty from here on: the op namespace is the commit date's (see the module's text).
+    (path / "README.md").write_text((path / "README.md").read_text() + "\nedited\n")
+    return Project(path, env)
+
+
+@pytest.fixture(scope="module")
+def projects(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, Project]:
+    work = tmp_path_factory.mktemp("objects")
+    url, env = kernelnix_clone(work, ("2.13-cuda-13",))
+    return (
+        committed_project(work, url, env, "by-object", objects=True),
+        committed_project(work, url, env, "one-step", objects=False),
+    )
+
+
+def nar_hash(project: Project) -> str:
+    path = str(project.attribute("outPath"))
+    info = project.nix("path-info", "--json", path).stdout
+    return str(json.loads(info)[0]["narHash"])
+
+
+def test_a_cuda_variant_built_object_by_object_has_the_one_step_build_s_nar_hash(
+    projects: tuple[Project, Project],
+) -> None:
+    by_object, one_step = projects
+    objects = by_object.attribute("objects")
+    assert isinstance(objects, list)
+    assert sorted(Path(o).name.split("-", 1)[1] for o in objects) == sorted(
+        f"fused_scale-{CUDA}-{Path(u).name}.o" for u in UNITS
+    )
+    assert not one_step.attribute("drvAttrs ? objects")
+    built = by_object.build("-L").stderr
+    assert f"configured {CUDA}: 3 objects" in built
+    one_step.build()
+    assert nar_hash(by_object) == nar_hash(one_step)
+
+
+def test_a_stopped_build_keeps_its_objects_and_the_rerun_compiles_the_rest(
+    projects: tuple[Project, Project],
+) -> None:
+    project = projects[0]
+    # A header every source includes: all three objects are to be built again.
+    project.edit("fused_scale_cuda/kernels.cuh", "stopped build")
+    objects = [f"fused_scale-{CUDA}-{Path(u).name}.o" for u in UNITS]
+    assert project.will_build() == sorted([*objects, f"fused_scale-{CUDA}"])
+    process = subprocess.Popen(
+        ["nix", "build", f".#{CUDA}", "--no-link", "-L", "--max-jobs", "1", *SANDBOX],
+        cwd=project.path,
+        env=project.env,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert process.stderr is not None
+    finished = None
+    for line in process.stderr:
+        found = re.search(r"compiled /nix/store/[a-z0-9]{32}-([^/\s]+)/", line)
+        if found:
+            finished = found[1]
+            break
+    # The object step printed its output; Nix registers it as its builder exits.
+    for _ in range(100):
+        if finished not in project.will_build():
+            break
+        subprocess.run(["sleep", "0.2"], check=True)
+    os.killpg(process.pid, signal.SIGINT)
+    process.wait()
+    assert finished is not None
+    left = project.will_build()
+    assert finished not in left
+    assert left == sorted(o for o in [*objects, f"fused_scale-{CUDA}"] if o != finished)
+    log = project.build("-L").stderr
+    assert "building '/nix/store/" in log
+    assert not re.search(rf"-{re.escape(finished)}\.drv'", log)
+
+
+def test_editing_one_source_compiles_one_object_and_links(
+    projects: tuple[Project, Project],
+) -> None:
+    project = projects[0]
+    project.build()
+    project.edit("fused_scale_cuda/dispatch.cu", "one edit")
+    assert project.will_build() == sorted(
+        [f"fused_scale-{CUDA}-dispatch.cu.o", f"fused_scale-{CUDA}"]
+    )
+    log = project.build("-L").stderr
+    built = sorted(re.findall(r"building '/nix/store/[a-z0-9]{32}-(.+)\.drv'", log))
+    assert built == sorted([f"fused_scale-{CUDA}-dispatch.cu.o", f"fused_scale-{CUDA}"])
