@@ -7,6 +7,8 @@ derivation that links them.
   objectBuild, the same commit date, so the same op namespace).
 - A build stopped after its first object keeps it: the rerun compiles the rest.
 - Editing one source rebuilds that object and the variant, nothing else.
+- Two remote builders on 127.0.0.1 (ssh-ng, each with a store of its own) share
+  the objects of fused-scale's CPU variant.
 
 The project is committed and then edited, as a kernel author's tree is: a dirty
 tree's op namespace (`<commit date>-dirty`, Nix 2.8) stays put while it is
@@ -27,10 +29,12 @@ from pathlib import Path
 
 import pytest
 from nix_projects import GIT_IDENTITY, git, kernelnix_clone, make_project, nix
+from nix_remote import SSHD, remote_daemon, sshd
 from paths import EXAMPLES
 
 SANDBOX = ("--option", "sandbox", "true", "--option", "sandbox-fallback", "false")
 CUDA = "torch213-cxx11-cu130-x86_64-linux"
+CPU = "torch213-cxx11-cpu-x86_64-linux"
 PACKAGE = f"packages.x86_64-linux.{CUDA}"
 UNITS = (
     "fused_scale_cuda/dispatch.cu",
@@ -179,3 +183,39 @@ def test_editing_one_source_compiles_one_object_and_links(
     log = project.build("-L").stderr
     built = sorted(re.findall(r"building '/nix/store/[a-z0-9]{32}-(.+)\.drv'", log))
     assert built == sorted([f"fused_scale-{CUDA}-dispatch.cu.o", f"fused_scale-{CUDA}"])
+
+
+# CI installs openssh-server (scripts/setup.sh): there a missing sshd fails the test.
+@pytest.mark.skipif(
+    not SSHD.exists() and not os.environ.get("CI"), reason="needs openssh-server (scripts/setup.sh)"
+)
+@pytest.mark.skipif(os.geteuid() != 0, reason="sshd's privilege separation needs root")
+def test_two_builders_share_the_objects_of_one_variant(tmp_path: Path) -> None:
+    """`--max-jobs 0 --builders 'A ; B'`, one job each: the configure step runs on one,
+    then the two objects run at once, one on each, and the variant on either. Each
+    builder is a daemon with a store of its own (`?remote-store=`), which gets the
+    toolchain and the CPU Torch copied over ssh."""
+    url, env = kernelnix_clone(tmp_path, ("2.13-cpu",))
+    project = committed_project(tmp_path, url, env, "by-object", objects=True)
+    daemon = remote_daemon(tmp_path / "remote-daemon", [])
+    with sshd(tmp_path / "ssh") as builder:
+        stores = [builder.store_url(tmp_path / f"store-{n}", daemon) for n in ("a", "b")]
+        machines = " ; ".join(f"{store} x86_64-linux {builder.key} 1" for store in stores)
+        done = nix(
+            project.path,
+            {**env, "NIX_SSHOPTS": builder.ssh_options},
+            "build",
+            f".#{CPU}",
+            "--no-link",
+            "--max-jobs",
+            "0",
+            "--builders",
+            machines,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    where = dict(
+        re.findall(r"building '/nix/store/[a-z0-9]{32}-(.+)\.drv' on '([^']+)'", done.stderr)
+    )
+    objects = [f"fused_scale-{CPU}-{name}.o" for name in ("fused_scale.cpp", "torch_binding.cpp")]
+    assert sorted(where.get(o, "here") for o in objects) == sorted(stores), done.stderr[-3000:]
