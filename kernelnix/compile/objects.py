@@ -15,14 +15,17 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from kernelnix.core.diagnostics import UserError
 from kernelnix.plan.model import Plan
 
 PROJECT = "project"
 BUILD = "build"
-# The configured tree's list of what CMake compiles: each source (relative to the
-# kernel's tree) and its object file (relative to the build tree).
+# The configured tree's record: the folder it was configured in (`work`), the
+# one above (`root`: a Nix build's $TMPDIR, which holds its home too), and
+# what CMake compiles (`objects`: each source, relative to the kernel's tree, and
+# its object file, relative to the build tree).
 OBJECTS_FILE = "objects.json"
 
 
@@ -64,11 +67,17 @@ def save_configured(work: Path, kernel: Path, out: Path) -> None:
         ignore=lambda folder, names: [kernel.name] if Path(folder) == project else [],
     )
     shutil.copytree(work / BUILD, out / BUILD, symlinks=True)
-    (out / OBJECTS_FILE).write_text(json.dumps(edges, indent=1, sort_keys=True) + "\n")
+    record = {"work": str(work), "root": str(work.parent), "objects": edges}
+    (out / OBJECTS_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def _record(configured: Path) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads((configured / OBJECTS_FILE).read_text())
+    return record
 
 
 def configured_objects(configured: Path) -> dict[str, str]:
-    objects: dict[str, str] = json.loads((configured / OBJECTS_FILE).read_text())
+    objects: dict[str, str] = _record(configured)["objects"]
     return objects
 
 
@@ -93,13 +102,36 @@ def restore_configured(configured: Path, work: Path) -> tuple[Path, Path]:
         if (work / part).exists():
             shutil.rmtree(work / part)
         shutil.copytree(configured / part, work / part, symlinks=True)
-    for root, dirs, files in os.walk(work):
-        for name in (*dirs, *files):
-            path = Path(root, name)
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode | 0o200)
+    record = _record(configured)
+    # The work folder first, then what else is under the one above it.
+    moves = [(record["work"], str(work)), (record["root"], str(work.parent))]
+    moves = [(old, new) for old, new in moves if old != new]
+    for part in (PROJECT, BUILD):
+        for folder, dirs, files in os.walk(work / part):
+            for name in (*dirs, *files):
+                path = Path(folder, name)
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode | 0o200)
+                if name in files and moves:
+                    _relocate(path, moves)
     (work / BUILD / "build.ninja").touch()
     return work / PROJECT, work / BUILD
+
+
+def _relocate(path: Path, moves: list[tuple[str, str]]) -> None:
+    """The configure step's folder named as this step's in a text file of the tree:
+    without Nix's sandbox each derivation builds in a folder of its own name
+    (/tmp/nix-build-<name>-0, its home inside), and CMake's files hold absolute
+    paths (the nvcc wrappers' in the home among them)."""
+    data = path.read_bytes()
+    # Text only: the configure's probe binaries are not run again.
+    if b"\0" in data:
+        return
+    moved = data
+    for old, new in moves:
+        moved = moved.replace(old.encode(), new.encode())
+    if moved != data:
+        path.write_bytes(moved)
 
 
 def place_objects(configured: Path, build: Path, objects: list[Path]) -> None:

@@ -7,6 +7,8 @@ derivation that links them.
   objectBuild, the same commit date, so the same op namespace).
 - A build stopped after its first object keeps it: the rerun compiles the rest.
 - Editing one source rebuilds that object and the variant, nothing else.
+- The host toolchain builds the same way (outside the sandbox, where each
+  derivation has a build folder of its own name).
 - Two remote builders on 127.0.0.1 (ssh-ng, each with a store of its own) share
   the objects of fused-scale's CPU variant.
 
@@ -219,3 +221,19 @@ def test_two_builders_share_the_objects_of_one_variant(tmp_path: Path) -> None:
     )
     objects = [f"fused_scale-{CPU}-{name}.o" for name in ("fused_scale.cpp", "torch_binding.cpp")]
     assert sorted(where.get(o, "here") for o in objects) == sorted(stores), done.stderr[-3000:]
+
+
+def test_the_host_toolchain_builds_object_by_object_too(tmp_path: Path) -> None:
+    """Outside the sandbox each step's build folder has its own name: the configured
+    tree is moved into it (kernelnix.compile.objects), and the variant passes its checks."""
+    url, env = kernelnix_clone(tmp_path, ("2.13-cpu",))
+    path = make_project(EXAMPLES / "fused-scale", tmp_path / "host", url, env)
+    flake = path / "flake.nix"
+    flake.write_text(
+        flake.read_text().replace("path = ./.;", "path = ./.;\n      objectBuild = true;")
+    )
+    git(path, "add", "-A")
+    done = nix(path, env, "build", f".#{CPU}", "-L", "-o", str(path / "result"))
+    assert f"configured {CPU}: 2 objects" in done.stderr
+    assert f"ok    {CPU}: no violations" in done.stderr
+    assert (path / "result" / CPU / "metadata.json").is_file()
