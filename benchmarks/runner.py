@@ -4,7 +4,7 @@ against a baseline timed in the same run, with its target and PASS or MISS.
     benchmarks/run [--quick] [--only NAME]... [--json FILE]
 
 Names: plan, config, nix, rebuild, compile, checks, cuda, wheels, glibc, hermetic,
-incremental, scaling, and the heavy ones, run only when named with --only: conformance (hours: every
+incremental, scaling, objects, and the heavy ones, run only when named with --only: conformance (hours: every
 kernels-community CUDA kernel built, checked and imported; docs/conformance.md).
 A full run takes 15 to 30 minutes on two cores without incremental and scaling, which
 build with Nix for about 5 and 20 more (nix builds the largest example three times from
@@ -73,6 +73,11 @@ BENCHMARKS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         "bench_scaling: nix build of 1-8 variants at --max-jobs 1 and 2, per variant",
         {"counts": (1, 2, 4, 8), "max_jobs": (1, 2)},
         {"counts": (1, 2), "max_jobs": (1, 2)},
+    ),
+    "objects": (
+        "bench_objects: object by object vs one derivation; an edit; flash-attention predicted",
+        {"runs": 2},
+        {"runs": 1},
     ),
     "conformance": (
         "bench_conformance: every kernels-community CUDA kernel built, checked, imported",

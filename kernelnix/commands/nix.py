@@ -28,7 +28,7 @@ def archive_url(value: str) -> str:
 
 
 def nix_options(func: Any) -> Any:
-    """The options passed through to nix (-L, --max-jobs, --cores, --archive), given
+    """The options passed through to nix (-L, --max-jobs, --cores, --archive, --builders), given
     to `func` as one `nix: NixOptions` argument."""
 
     @functools.wraps(func)
@@ -38,9 +38,10 @@ def nix_options(func: Any) -> Any:
         max_jobs: int | None,
         cores: int | None,
         archives: tuple[str, ...],
+        builders: str | None,
         **kwargs: Any,
     ) -> Any:
-        options = NixOptions(print_build_logs, max_jobs, cores, archives)
+        options = NixOptions(print_build_logs, max_jobs, cores, archives, builders)
         return func(*args, nix=options, **kwargs)
 
     options = [
@@ -60,6 +61,12 @@ def nix_options(func: Any) -> Any:
             help="A binary cache that keeps the build's downloads (kernelnix archive), used "
             "where a registry no longer has a file (repeatable; flake.nix's nixConfig "
             "extra-substituters too).",
+        ),
+        click.option(
+            "--builders",
+            metavar="MACHINES",
+            help="Nix's remote builders ('ssh-ng://host x86_64-linux - 8 ; ...'), "
+            "instead of nix.conf's; with --max-jobs 0 only they build.",
         ),
     ]
     decorated: Any = with_nix_options

@@ -107,6 +107,7 @@ def restore_configured(configured: Path, work: Path) -> tuple[Path, Path]:
     moves = [(record["work"], str(work)), (record["root"], str(work.parent))]
     moves = [(old, new) for old, new in moves if old != new]
     for part in (PROJECT, BUILD):
+        (work / part).chmod(0o755)
         for folder, dirs, files in os.walk(work / part):
             for name in (*dirs, *files):
                 path = Path(folder, name)

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -40,6 +40,13 @@ from kernelnix.host.toolchain_fetch import prefetch_toolchain
 from kernelnix.plan.kernel_deps import kernel_deps_of
 from kernelnix.project.generate import generate
 from kernelnix.project.library import library_url
+from kernelnix.project.objects import (
+    ObjectProgress,
+    ObjectStep,
+    derivations_to_build,
+    object_steps,
+    where_text,
+)
 
 # Harmless where nix.conf already enables them; needed where it does not.
 NIX_FEATURES = ("--extra-experimental-features", "nix-command flakes")
@@ -55,6 +62,8 @@ class NixOptions:
     max_jobs: int | None = None
     cores: int | None = None
     archives: tuple[str, ...] = ()
+    # Nix's `builders` (machines separated by `;`); None: nix.conf's.
+    builders: str | None = None
 
     @property
     def given(self) -> bool:
@@ -62,7 +71,9 @@ class NixOptions:
         return self != NixOptions()
 
     def args(self) -> list[str]:
-        return (["--print-build-logs"] if self.print_build_logs else []) + self.job_args()
+        logs = ["--print-build-logs"] if self.print_build_logs else []
+        builders = [] if self.builders is None else ["--builders", self.builders]
+        return logs + self.job_args() + builders
 
     def job_args(self) -> list[str]:
         """--max-jobs and --cores, which `nix` and `nix-store` both take."""
@@ -184,12 +195,17 @@ class Finished:
 
 
 def run(
-    command: Sequence[str], cwd: Path | None = None, capture: bool = False, shell: bool = False
+    command: Sequence[str],
+    cwd: Path | None = None,
+    capture: bool = False,
+    shell: bool = False,
+    render: Render | None = None,
 ) -> str:
-    """Print `+ nix ...`, run it with its stderr passed through; a failure exits with
-    Nix's status, or with 2 and the explanation when Nix's message is a known one.
-    An interactive `shell` keeps the terminal: its stderr is not read."""
-    done = run_shown(command, cwd, capture, shell)
+    """Print `+ nix ...`, run it with its stderr passed through (each line as `render`
+    turns it, when given); a failure exits with Nix's status, or with 2 and the
+    explanation when Nix's message is a known one. An interactive `shell` keeps the
+    terminal: its stderr is not read."""
+    done = run_shown(command, cwd, capture, shell, render)
     if done.returncode != 0:
         explained = explain_nix_error(done.tail)
         if explained is None:
@@ -198,8 +214,16 @@ def run(
     return done.stdout
 
 
+# What to print for a line of Nix's stderr (None: nothing).
+Render = Callable[[str], str | None]
+
+
 def run_shown(
-    command: Sequence[str], cwd: Path | None = None, capture: bool = False, shell: bool = False
+    command: Sequence[str],
+    cwd: Path | None = None,
+    capture: bool = False,
+    shell: bool = False,
+    render: Render | None = None,
 ) -> Finished:
     """Print the command, run it with its stderr passed through as it comes; whatever
     its status."""
@@ -220,8 +244,10 @@ def run_shown(
         )
         reader.start()
         for line in process.stderr or ():
-            sys.stderr.write(line)
-            tail.append(line)
+            text = render(line) if render else line
+            if text:
+                sys.stderr.write(text)
+                tail.append(text)
         reader.join()
     return Finished(process.returncode, "".join(captured), "".join(tail))
 
@@ -385,20 +411,53 @@ def build_with_nix(
         require_offered(project, variant)
     result = project.root / "result"
     attribute = variant or "bundle"
-    run(
-        nix_command(
-            "build",
-            project.ref(attribute),
-            *project.nix_args,
-            *sandbox_options(project, attribute),
-            "--out-link",
-            str(result),
-            *options.args(),
-        )
+    command = nix_command(
+        "build",
+        project.ref(attribute),
+        *project.nix_args,
+        *sandbox_options(project, attribute),
+        "--out-link",
+        str(result),
+        *options.args(),
     )
+    steps = objects_to_build(command)
+    if steps:
+        where = where_text(options.max_jobs, nix_builders(options))
+        count = f"{len(steps)} object{'s' if len(steps) > 1 else ''}"
+        click.echo(f"kernelnix: {count} to build, {where}", err=True)
+        progress = ObjectProgress(steps, options.print_build_logs)
+        run([*command, "--log-format", "internal-json"], render=progress)
+    else:
+        run(command)
     built = result.resolve()
     click.echo(f"{result} -> {built}")
     return built
+
+
+def objects_to_build(command: list[str]) -> dict[str, ObjectStep]:
+    """The object derivations (docs/distributed.md) the `nix build` of `command` would
+    build: none where its variants build in one derivation each, or are built."""
+    # Not shown: it lists every derivation, hundreds for a huge kernel.
+    dry_run = subprocess.run([*command, "--dry-run"], capture_output=True, text=True)
+    if dry_run.returncode != 0:
+        return {}  # the build itself says why
+    pending = [d for d in derivations_to_build(dry_run.stderr) if d.endswith(".o.drv")]
+    if not pending:
+        return {}
+    return object_steps(json.loads(_quietly(nix_command("show-derivation", *pending))))
+
+
+def nix_builders(options: NixOptions) -> str:
+    """The builders Nix will use: --builders, else nix.conf's."""
+    if options.builders is not None:
+        return options.builders
+    config = json.loads(_quietly(nix_command("show-config", "--json")))
+    return str(config.get("builders", {}).get("value", ""))
+
+
+def _quietly(command: list[str]) -> str:
+    """The stdout of a Nix query kernelnix makes for its own report (not shown)."""
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
 
 
 def sandbox_options(project: FlakeProject, attribute: str) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ derivation that links them.
 - Editing one source rebuilds that object and the variant, nothing else.
 - The host toolchain builds the same way (outside the sandbox, where each
   derivation has a build folder of its own name).
+- `kernelnix build` says how many objects it will build and reports each.
 - Two remote builders on 127.0.0.1 (ssh-ng, each with a store of its own) share
   the objects of fused-scale's CPU variant.
 
@@ -237,3 +238,22 @@ def test_the_host_toolchain_builds_object_by_object_too(tmp_path: Path) -> None:
     assert f"configured {CPU}: 2 objects" in done.stderr
     assert f"ok    {CPU}: no violations" in done.stderr
     assert (path / "result" / CPU / "metadata.json").is_file()
+
+
+def test_kernelnix_build_says_how_many_objects_and_reports_each(
+    projects: tuple[Project, Project],
+) -> None:
+    project = projects[0]
+    project.build()
+    project.edit("fused_scale_cuda/kernels.cu", "reported")
+    done = subprocess.run(
+        ["kernelnix", "build", str(project.path), "--variant", CUDA],
+        env=project.env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "kernelnix: 1 object to build, on this machine" in done.stderr
+    assert re.search(rf"^\[1/1\] fused_scale_cuda/kernels\.cu \({CUDA}\) \d+ s$", done.stderr, re.M)
+    assert "building '/nix/store/" in done.stderr
+    assert "@nix" not in done.stderr

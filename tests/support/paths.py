@@ -8,8 +8,9 @@ EXAMPLES = ROOT / "examples"
 TESTS = ROOT / "tests"
 GOLDEN = TESTS / "golden"
 # A kernel's build outputs, left out of every copy of it: a `build --local` tree
-# holds `project/kernel`, a link back to the kernel folder, which a copy that
-# follows links would copy into itself until paths grow too long.
+# holds `project/kernel`, a copy of the kernel's sources (a link back to the
+# kernel folder in older trees, which a copy that follows links would copy into
+# itself until paths grow too long).
 BUILD_OUTPUTS = shutil.ignore_patterns("build", "result", "__pycache__")
 # A copy of an example for a project of its own: without build outputs, and
 # without the example's flake (examples/fused-scale's names this checkout by a

@@ -1,0 +1,337 @@
+"""One derivation per object (kernelFlake's objectBuild, docs/distributed.md)
+against one derivation per variant, through the hermetic toolchain in the
+sandbox, both with two cores in all (one step: `--cores 2`, Ninja's two jobs;
+object by object: `--max-jobs 2 --cores 1`, two objects at once):
+
+1. a cold build of fused-scale's cu130 variant (3 sources): target at most 1.10 x;
+2. a cold build of a generated CPU kernel of 24 sources (each includes Torch's
+   headers, as real kernels' do) plus its binding: target at most 1.05 x;
+3. that kernel rebuilt after an edit of one source, object by object, against its
+   cold build: target at most 2 / sources + the link's share (the variant step
+   rebuilt alone, `nix build --rebuild`, over the cold build);
+4. what a derivation costs: 20 derivations that do nothing, built here, and
+   through an ssh-ng builder on 127.0.0.1 (`--max-jobs 0`), per derivation,
+   against the cold object build of fused-scale (information, no target);
+5. the huge kernels, predicted from benchmarks/data/huge-kernel-samples.json
+   (benchmarks/sample_huge.py: real units of flash-attn2 and flash-attn3 compiled
+   one object at a time): one variant's wall time on 1, 2, 8, 16 and 64 builders
+   of this machine's size; target for flash-attn3: 16 builders at least 10 x
+   faster than one.
+
+Cold: the variant, its objects and its configured tree deleted from the store
+before each build; the toolchain and the wheels stay.
+
+    python benchmarks/bench_objects.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from figures import Figure, Unavailable, duration, runs_main, timed
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+from nix_projects import git, kernelnix_clone, make_project, nix  # noqa: E402
+from nix_remote import SSHD, remote_daemon, sshd  # noqa: E402
+from paths import EXAMPLES  # noqa: E402
+
+SYSTEM = "x86_64-linux"
+CUDA = "torch213-cxx11-cu130-x86_64-linux"
+CPU = "torch213-cxx11-cpu-x86_64-linux"
+BUILD_SETS = ("2.13-cpu", "2.13-cuda-13")
+SANDBOX = ("--option", "sandbox", "true", "--option", "sandbox-fallback", "false")
+ONE_STEP = ("--cores", "2", "--max-jobs", "1")
+BY_OBJECT = ("--cores", "1", "--max-jobs", "2")
+HERMETIC = ("--toolchain", "hermetic", "--no-host-record")
+GENERATED_SOURCES = 24
+SAMPLES = Path(__file__).resolve().parent / "data" / "huge-kernel-samples.json"
+BUILDERS = (1, 2, 8, 16, 64)
+# This machine's size: objects at once per builder (two cores; the largest
+# sampled object holds about 6 GB of its 24 GB).
+SLOTS_PER_BUILDER = 2
+NO_OPS = 20
+
+
+@dataclass(frozen=True)
+class Project:
+    path: Path
+    env: dict[str, str]
+
+    def nix(self, *args: str) -> str:
+        return nix(self.path, self.env, *args).stdout
+
+    def outputs(self, variant: str) -> list[str]:
+        """The variant's output, and its objects' and configured tree's when it has them."""
+        apply = (
+            "p: [ p.outPath ] ++ (if p ? objects then map (o: o.outPath) p.objects"
+            " ++ [ p.configured.outPath ] else [ ])"
+        )
+        return list(json.loads(self.nix("eval", "--json", f".#{variant}", "--apply", apply)))
+
+    def cold_build(self, variant: str, options: Sequence[str]) -> float:
+        present = [p for p in self.outputs(variant) if Path(p).exists()]
+        if present:
+            self.nix("store", "delete", *present)
+        return timed(lambda: self.nix("build", f".#{variant}", "--no-link", *SANDBOX, *options))
+
+
+def flake_with_objects(path: Path) -> None:
+    flake = path / "flake.nix"
+    flake.write_text(
+        flake.read_text().replace("path = ./.;", "path = ./.;\n      objectBuild = true;")
+    )
+    git(path, "add", "-A")
+
+
+def generated_kernel(where: Path, sources: int) -> Path:
+    """relu's CPU kernel and `sources` C++ files more, each a small op against
+    Torch's headers: the shape of a real kernel of many sources."""
+    kernel = where / "many-sources"
+    shutil.copytree(
+        EXAMPLES / "relu", kernel, ignore=shutil.ignore_patterns("relu_[a-bd-z]*", "build")
+    )
+    names = [f"part{i:02d}" for i in range(sources)]
+    (kernel / "parts").mkdir()
+    for name in names:
+        (kernel / "parts" / f"{name}.cpp").write_text(
+            "#include <torch/all.h>\n"
+            f"torch::Tensor {name}(const torch::Tensor& x) {{\n"
+            f"  return torch::relu(x * {len(name)}) + x.sum() * 0;\n}}\n"
+        )
+    listed = "".join(f'  "parts/{n}.cpp",\n' for n in names)
+    (kernel / "build.toml").write_text(
+        '[general]\nname = "relu"\nversion = 1\nedition = 5\nlicense = "Apache-2.0"\n'
+        'backends = ["cpu"]\n\n[torch]\nsrc = ["torch-ext/torch_binding.cpp", '
+        '"torch-ext/torch_binding.h"]\n\n[kernel.relu_cpu]\nbackend = "cpu"\n'
+        'depends = ["torch"]\nsrc = ["relu_cpu/relu_cpu.cpp"]\n\n[kernel.parts]\n'
+        f'backend = "cpu"\ndepends = ["torch"]\nsrc = [\n{listed}]\n'
+    )
+    return kernel
+
+
+def projects(work: Path) -> dict[str, Project]:
+    """fused-scale and the generated kernel, each one derivation per variant and
+    object by object."""
+    url, env = kernelnix_clone(work, BUILD_SETS)
+    made = {}
+    examples = (
+        ("fused", EXAMPLES / "fused-scale"),
+        ("many", generated_kernel(work, GENERATED_SOURCES)),
+    )
+    for name, example in examples:
+        for mode in ("one-step", "objects"):
+            path = make_project(example, work / f"{name}-{mode}", url, env, HERMETIC)
+            if mode == "objects":
+                flake_with_objects(path)
+            made[f"{name}-{mode}"] = Project(path, env)
+    return made
+
+
+def no_op_expression(clone: Path, nonce: str) -> str:
+    """NO_OPS derivations that write a line each, by the registry's shell."""
+    registry = f"import {clone}/nix/registry {{ kernelnixSrc = {clone}; }}"
+    derivation = (
+        f'derivation {{ name = "no-op-${{toString n}}"; system = "{SYSTEM}"; builder = shell;'
+        f' args = [ "-c" "echo {nonce} $n > $out" ]; inherit n; }}'
+    )
+    shell = f"({registry}).systems.{SYSTEM}.shell"
+    return f"let shell = {shell}; in builtins.genList (n: {derivation}) {NO_OPS}"
+
+
+def per_derivation(project: Project, clone: Path, work: Path) -> tuple[float, float | None]:
+    """Seconds per no-op derivation built here, and through a builder on 127.0.0.1."""
+
+    def build(env: dict[str, str], nonce: str, *options: str) -> float:
+        expression = no_op_expression(clone, nonce)
+        return timed(
+            lambda: nix(
+                project.path, env, "build", "--no-link", "--impure", *options, "--expr", expression
+            )
+        )
+
+    here = build(project.env, uuid.uuid4().hex, *SANDBOX)
+    if not SSHD.exists() or os.geteuid() != 0:
+        return here / NO_OPS, None
+    daemon = remote_daemon(work / "remote-daemon", [])
+    with sshd(work / "ssh") as builder:
+        machine = f"{builder.store_url(work / 'remote-store', daemon)} {SYSTEM} {builder.key} 2"
+        env = {**project.env, "NIX_SSHOPTS": builder.ssh_options}
+        remote_only = ("--max-jobs", "0", "--builders", machine)
+        build(env, "warm", *remote_only)  # the builder's store gets the shell once
+        remote = build(env, uuid.uuid4().hex, *remote_only)
+    return here / NO_OPS, remote / NO_OPS
+
+
+# --- the huge kernels, predicted ------------------------------------------------
+
+
+def family(source: str) -> tuple[str, ...]:
+    """A unit's family: direction, head dimension and arch, from its file name
+    (flash_bwd_hdim256_bf16_sm90.cu: bwd, 256, sm90)."""
+    name = Path(source).name
+    direction = "bwd" if "_bwd_" in name else "fwd" if "_fwd" in name else name
+    hdim = re.search(r"hdim(\d+)", name)
+    arch = re.search(r"(sm\d+)", name)
+    return (direction, hdim[1] if hdim else "", arch[1] if arch else "")
+
+
+def unit_times(kernel: dict[str, Any]) -> tuple[list[float], int]:
+    """Every unit's estimated seconds (a sampled unit's own; else the mean of the
+    sampled units of its family, of its direction and arch, else of all), and
+    how many units were sampled."""
+    sampled = {s["source"]: float(s["cpu-seconds"]) for s in kernel["samples"]}
+    by_family: dict[tuple[str, ...], list[float]] = {}
+    for source, seconds in sampled.items():
+        key = family(source)
+        for depth in (3, 2, 0):
+            by_family.setdefault(key[:depth] if depth != 2 else (key[0], key[2]), []).append(
+                seconds
+            )
+    times = []
+    for unit in kernel["units"]:
+        if unit in sampled:
+            times.append(sampled[unit])
+            continue
+        key = family(unit)
+        for candidate in (key, (key[0], key[2]), ()):
+            if candidate in by_family:
+                times.append(statistics.mean(by_family[candidate]))
+                break
+    return times, len(sampled)
+
+
+def makespan(times: Sequence[float], slots: int) -> float:
+    """The wall time of `times` on `slots` at once, longest first (Nix starts what is
+    ready; the longest-first order is the bound a scheduler can reach)."""
+    heap = [0.0] * slots
+    for seconds in sorted(times, reverse=True):
+        heapq.heappush(heap, heapq.heappop(heap) + seconds)
+    return max(heap)
+
+
+def predicted(times: Sequence[float], builders: int, overhead: float, configure: float) -> float:
+    """One variant's wall time on `builders` of this machine's size: its configure
+    step, then its objects, each costing `overhead` more (a derivation's start)."""
+    return configure + makespan([t + overhead for t in times], builders * SLOTS_PER_BUILDER)
+
+
+def huge_kernel_figures(overhead: float) -> list[Figure]:
+    if not SAMPLES.exists():
+        raise Unavailable(f"no {SAMPLES.name}: run benchmarks/sample_huge.py")
+    recorded = json.loads(SAMPLES.read_text())
+    figures = []
+    for name, kernel in sorted(recorded["kernels"].items()):
+        times, sampled = unit_times(kernel)
+        archs = 4 if name == "flash-attn2" and kernel["archs"] == "9.0" else 1
+        times = [t * archs for t in times]
+        configure = float(kernel["configure-cpu-seconds"])
+        walls = {b: predicted(times, b, overhead, configure) for b in BUILDERS}
+        spread = ", ".join(f"{b}: {duration(walls[b])}" for b in BUILDERS)
+        peak = max(s["peak-mib"] for s in kernel["samples"])
+        scaled = (
+            f", each x {archs} for the variant's {archs} archs (sampled at 9.0)"
+            if archs > 1
+            else ""
+        )
+        figures.append(
+            Figure(
+                name=f"{name} ({kernel['variant']}, {len(times)} objects), predicted on 16 "
+                "builders of this machine's size",
+                seconds=walls[16],
+                baseline="on 1 builder",
+                baseline_seconds=walls[1],
+                target=0.1 if name == "flash-attn3" else None,
+                target_text="at least 10 x faster" if name == "flash-attn3" else "",
+                detail=f"builders -> wall: {spread}; {sampled} units measured alone "
+                f"(CPU time), the rest from their family's{scaled}; {SLOTS_PER_BUILDER} "
+                f"objects at a time per builder (largest peak {peak} MiB); configure "
+                f"{duration(configure)} and {duration(overhead)} per derivation included, "
+                "the link and the checks not",
+            )
+        )
+    return figures
+
+
+def measure(runs: int = 1) -> list[Figure]:
+    if shutil.which("nix") is None:
+        raise Unavailable("needs Nix (scripts/setup.sh installs it)")
+    with tempfile.TemporaryDirectory(prefix="bench-objects-") as tmp:
+        work = Path(tmp)
+        made = projects(work)
+        variants = {key: CUDA if key.startswith("fused") else CPU for key in made}
+        for key, project in made.items():  # warm-up: the toolchain and the wheels
+            project.nix("build", f".#{variants[key]}", "--no-link", *SANDBOX)
+        cold: dict[str, list[float]] = {key: [] for key in made}
+        for _ in range(runs):
+            for key, project in made.items():
+                options = BY_OBJECT if key.endswith("objects") else ONE_STEP
+                cold[key].append(project.cold_build(variants[key], options))
+        many = made["many-objects"]
+        source = many.path / "parts" / "part00.cpp"
+        source.write_text(source.read_text() + "// edited\n")
+        git(many.path, "add", "-A")
+        edit = timed(lambda: many.nix("build", f".#{CPU}", "--no-link", *SANDBOX, *BY_OBJECT))
+        link = timed(lambda: many.nix("build", f".#{CPU}", "--no-link", "--rebuild", *SANDBOX))
+        here, remote = per_derivation(made["fused-objects"], work / "kernelnix", work)
+    best = {key: min(times) for key, times in cold.items()}
+    units = GENERATED_SOURCES + 1
+    edit_target = 2 / units + link / best["many-objects"]
+    remote_text = f", {duration(remote)} through a builder on 127.0.0.1" if remote else ""
+    return [
+        Figure(
+            name=f"cold build of fused-scale's {CUDA} object by object (3 objects)",
+            seconds=best["fused-objects"],
+            baseline="one derivation",
+            baseline_seconds=best["fused-one-step"],
+            target=1.10,
+            target_text="at most 1.10 x",
+            detail=f"best of {runs}; two cores in all, hermetic, sandbox",
+        ),
+        Figure(
+            name=f"cold build of a generated kernel of {GENERATED_SOURCES} sources and relu's, "
+            "object by object",
+            seconds=best["many-objects"],
+            baseline="one derivation",
+            baseline_seconds=best["many-one-step"],
+            target=1.05,
+            target_text="at most 1.05 x",
+            detail=f"best of {runs}; {CPU}, two cores in all",
+        ),
+        Figure(
+            name="rebuild after a one-source edit, object by object",
+            seconds=edit,
+            baseline="its cold build",
+            baseline_seconds=best["many-objects"],
+            target=edit_target,
+            target_text=f"at most 2/{units} + the link's share ({duration(link)})",
+            detail="one object and the variant step",
+        ),
+        Figure(
+            name="a derivation's own cost (20 that do nothing)",
+            seconds=here,
+            baseline="the cold object build of fused-scale",
+            baseline_seconds=best["fused-objects"],
+            target=None,
+            target_text="",
+            detail=f"{duration(here)} per derivation here{remote_text}",
+        ),
+        *huge_kernel_figures(remote if remote is not None else here),
+    ]
+
+
+if __name__ == "__main__":
+    runs_main(measure, 1)

@@ -1,0 +1,90 @@
+"""What `kernelnix build` says of an object-by-object build
+(kernelnix.project.objects), on the log Nix 2.8 wrote for a real one
+(tests/data/nix-logs/object-build.internal-json: fused-scale's cu130 variant
+after an edit of kernels.cu, `nix build --log-format internal-json` in the
+sandbox): one object and the variant built."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from paths import TESTS
+
+from kernelnix.project.objects import (
+    ObjectProgress,
+    ObjectStep,
+    derivations_to_build,
+    object_steps,
+    where_text,
+)
+
+LOG = (TESTS / "data" / "nix-logs" / "object-build.internal-json").read_text().splitlines(True)
+VARIANT = "torch213-cxx11-cu130-x86_64-linux"
+OBJECT = f"/nix/store/s6cmnqdvfj3h17372mg6gdhbkjah20ds-fused_scale-{VARIANT}-kernels.cu.o.drv"
+STEP = ObjectStep("fused_scale_cuda/kernels.cu", VARIANT, "/nix/store/out-kernels.cu.o")
+
+
+def rendered(progress: ObjectProgress) -> str:
+    return "".join(filter(None, map(progress, LOG)))
+
+
+def test_a_finished_object_gets_its_progress_line_and_nix_s_own_lines_stay() -> None:
+    ticks = itertools.count(0, 37)
+    progress = ObjectProgress(
+        {OBJECT: STEP}, print_logs=False, clock=lambda: next(ticks), exists=lambda _: True
+    )
+    text = rendered(progress)
+    assert f"building '{OBJECT}'" in text
+    assert f"[1/1] fused_scale_cuda/kernels.cu ({VARIANT}) 37 s\n" in text
+    # Without -L, no build log; nothing of the machine-readable log shows.
+    assert "> " not in text and "@nix" not in text
+
+
+def test_with_print_logs_the_build_log_is_shown_as_nix_shows_it() -> None:
+    progress = ObjectProgress({OBJECT: STEP}, print_logs=True, exists=lambda _: True)
+    text = rendered(progress)
+    assert f"fused_scale-{VARIANT}-kernels.cu.o> compiled /nix/store/" in text
+    assert f"fused_scale-{VARIANT}> built /nix/store/" in text
+
+
+def test_an_object_whose_output_is_missing_gets_no_progress_line() -> None:
+    """A failed object stops too; Nix's error says what failed."""
+    progress = ObjectProgress({OBJECT: STEP}, print_logs=False, exists=lambda _: False)
+    assert "[1/1]" not in rendered(progress)
+
+
+def test_the_objects_to_build_come_from_the_dry_run_and_the_derivations() -> None:
+    dry_run = (
+        "these 2 derivations will be built:\n"
+        f"  {OBJECT}\n"
+        f"  /nix/store/zzwjg9ik52ixzdqg67cv8nf8lvqxv4vk-fused_scale-{VARIANT}.drv\n"
+        "these 1 paths will be fetched (0.00 MiB download, 0.00 MiB unpacked):\n"
+        "  /nix/store/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-x.whl\n"
+    )
+    assert len(derivations_to_build(dry_run)) == 2
+    shown = {
+        OBJECT: {
+            "env": {
+                "kernelnixStep": "object",
+                "objectSource": STEP.source,
+                "variant": VARIANT,
+                "out": STEP.output,
+            }
+        },
+        "/nix/store/zzz-variant.drv": {"env": {"variant": VARIANT}},
+    }
+    assert object_steps(shown) == {OBJECT: STEP}
+
+
+def test_where_names_the_builders(tmp_path: Path) -> None:
+    assert where_text(None, "") == "on this machine"
+    machines = tmp_path / "machines"
+    machines.write_text(
+        "# ours\nssh-ng://big-1 x86_64-linux - 8\nssh-ng://big-2 x86_64-linux - 8\n"
+    )
+    assert where_text(0, f"@{machines}") == "on 2 builders (ssh-ng://big-1, ssh-ng://big-2)"
+    assert where_text(None, "ssh-ng://a x86_64-linux - 1 ; ssh-ng://b x86_64-linux - 1").startswith(
+        "on this machine and on 2 builders"
+    )
+    assert where_text(None, f"@{tmp_path / 'none'}") == "on this machine"
