@@ -71,6 +71,7 @@ TORCH_VARIANT = re.compile(rf"torch(\d)(\d+)-cxx11-cu130-{SYSTEM}")
 PINNED_STANDARD = re.compile(r"^-std=(?:c|gnu)\+\+(\d+)$")
 DEVELOPMENT_ARCH = "9.0"
 CAP_MINUTES = 30.0
+HUGE_KERNELS = "<!-- huge kernels: benchmarks/bench_objects.py -->"
 JOBS = 2
 
 # The results, as the table writes them.
@@ -409,7 +410,10 @@ def write_table(
 ) -> None:
     from kernelnix.core.fileio import write_atomic
 
-    write_atomic(path, render_table(kernels, outcomes, snapshot))
+    # The huge kernels' part below the table is bench_objects.py's: kept as it is.
+    kept = path.read_text().partition(HUGE_KERNELS)[1:] if path.exists() else ("", "")
+    table = render_table(kernels, outcomes, snapshot)
+    write_atomic(path, table + (f"\n{kept[0]}{kept[1]}" if kept[0] else ""))
 
 
 # --- one kernel -----------------------------------------------------------------

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_conformance import HUGE_KERNELS as HUGE_BEGIN
+from bench_conformance import TABLE
 from figures import Figure, Unavailable, duration, runs_main, timed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +66,7 @@ BUILDERS = (1, 2, 8, 16, 64)
 # sampled object holds about 6 GB of its 24 GB).
 SLOTS_PER_BUILDER = 2
 NO_OPS = 20
+HUGE_END = "<!-- end of the huge kernels -->"
 
 
 @dataclass(frozen=True)
@@ -229,15 +232,70 @@ def predicted(times: Sequence[float], builders: int, overhead: float, configure:
     return configure + makespan([t + overhead for t in times], builders * SLOTS_PER_BUILDER)
 
 
+def variant_times(name: str, kernel: dict[str, Any]) -> tuple[list[float], int, int]:
+    """Every unit's estimated seconds in the published variant, how many were
+    sampled, and the factor for archs sampled at one (flash-attn2: 4 archs)."""
+    times, sampled = unit_times(kernel)
+    archs = 4 if name == "flash-attn2" and kernel["archs"] == "9.0" else 1
+    return [t * archs for t in times], sampled, archs
+
+
+def huge_kernel_section(recorded: dict[str, Any], overhead: float) -> str:
+    """docs/conformance.md's part on the huge kernels: the measured units and the
+    predicted wall time of one variant."""
+    lines = [
+        HUGE_BEGIN,
+        "## Huge kernels, object by object",
+        "",
+        "Written by `benchmarks/run --only objects` from the units",
+        "`benchmarks/sample_huge.py` measured (benchmarks/data/huge-kernel-samples.json,",
+        f"snapshot {recorded['snapshot']}; {recorded['machine']}): each compiled alone as an",
+        "object derivation compiles it (`build-variant --step object`), its CPU time and",
+        "the peak memory of its largest process. The prediction schedules every unit",
+        f"(a measured one's time, else its family's mean) longest first on {SLOTS_PER_BUILDER}",
+        "slots per builder of this machine's size, plus the configure step and each",
+        f"derivation's own cost ({duration(overhead)}, measured); the link and the checks",
+        "are not in it. Neither kernel was built fully here: at two cores, flash-attn3's",
+        "units alone are hours.",
+        "",
+        "| kernel | variant | objects | measured units: CPU time, peak "
+        "| predicted wall: builders -> time |",
+        "|---|---|---|---|---|",
+    ]
+    for name, kernel in sorted(recorded["kernels"].items()):
+        times, sampled, archs = variant_times(name, kernel)
+        configure = float(kernel["configure-cpu-seconds"])
+        walls = ", ".join(
+            f"{b}: {duration(predicted(times, b, overhead, configure))}" for b in BUILDERS
+        )
+        units = "; ".join(
+            f"`{Path(s['source']).name}` {duration(s['cpu-seconds'])}, {s['peak-mib']} MiB"
+            for s in kernel["samples"]
+        )
+        scaled = f" (sampled at 9.0; x {archs} for its {archs} archs)" if archs > 1 else ""
+        lines.append(
+            f"| {name} | `{kernel['variant']}`{scaled} | {len(times)} ({sampled} measured) "
+            f"| {units} | {walls} |"
+        )
+    return "\n".join([*lines, HUGE_END]) + "\n"
+
+
+def write_huge_section(section: str, path: Path = TABLE) -> None:
+    """The section in docs/conformance.md, in place of the last one (the table above it
+    is bench_conformance's, which keeps this part when it rewrites the file)."""
+    text = path.read_text()
+    before = text.split(HUGE_BEGIN)[0].rstrip("\n")
+    path.write_text(f"{before}\n\n{section}")
+
+
 def huge_kernel_figures(overhead: float) -> list[Figure]:
     if not SAMPLES.exists():
         raise Unavailable(f"no {SAMPLES.name}: run benchmarks/sample_huge.py")
     recorded = json.loads(SAMPLES.read_text())
+    write_huge_section(huge_kernel_section(recorded, overhead))
     figures = []
     for name, kernel in sorted(recorded["kernels"].items()):
-        times, sampled = unit_times(kernel)
-        archs = 4 if name == "flash-attn2" and kernel["archs"] == "9.0" else 1
-        times = [t * archs for t in times]
+        times, sampled, archs = variant_times(name, kernel)
         configure = float(kernel["configure-cpu-seconds"])
         walls = {b: predicted(times, b, overhead, configure) for b in BUILDERS}
         spread = ", ".join(f"{b}: {duration(walls[b])}" for b in BUILDERS)

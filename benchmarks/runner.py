@@ -4,12 +4,13 @@ against a baseline timed in the same run, with its target and PASS or MISS.
     benchmarks/run [--quick] [--only NAME]... [--json FILE]
 
 Names: plan, config, nix, rebuild, compile, checks, cuda, wheels, glibc, hermetic,
-incremental, scaling, objects, and the heavy ones, run only when named with --only: conformance (hours: every
-kernels-community CUDA kernel built, checked and imported; docs/conformance.md).
-A full run takes 15 to 30 minutes on two cores without incremental and scaling, which
-build with Nix for about 5 and 20 more (nix builds the largest example three times from
-scratch, and bench_checks compiles its CUDA libraries on first use); --quick takes
-fewer runs of each, not fewer benchmarks. Exit status 1 when a benchmark fails to
+incremental, scaling, objects, and the heavy ones, run only when named with --only:
+conformance (hours: every kernels-community CUDA kernel built, checked and imported;
+docs/conformance.md). A full run takes 15 to 30 minutes on two cores without
+incremental, scaling and objects, which build with Nix for about 5, 20 and 20 more
+(nix builds the largest example three times from scratch, and bench_checks
+compiles its CUDA libraries on first use); --quick takes fewer runs of each, not
+fewer benchmarks. Exit status 1 when a benchmark fails to
 run; a MISS is a result, not a failure.
 """
 

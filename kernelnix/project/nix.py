@@ -179,8 +179,11 @@ def nix_error_hints() -> tuple[NixErrorHint, ...]:
 def explain_nix_error(stderr: str) -> Diagnostic | None:
     """The one-line explanation of a Nix failure, from the first known pattern in it."""
     for hint in nix_error_hints():
-        if hint.pattern.search(stderr):
-            return Diagnostic(f"nix failed: {hint.meaning}", fix=hint.fix)
+        found = hint.pattern.search(stderr)
+        if found:
+            named = found.groupdict()
+            meaning, fix = (t.format_map(named) if named else t for t in (hint.meaning, hint.fix))
+            return Diagnostic(f"nix failed: {meaning}", fix=fix)
     return None
 
 

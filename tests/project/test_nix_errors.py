@@ -114,6 +114,68 @@ def test_a_full_disk() -> None:
     assert "is full" in meaning(stderr)
 
 
+def no_op(system: str, name: str) -> str:
+    """A derivation of `system` that Nix refuses before it runs anything."""
+    return (
+        f'derivation {{ name = "{name}"; system = "{system}"; builder = "/bin/sh";'
+        ' args = [ "-c" "echo > $out" ]; }'
+    )
+
+
+def test_an_object_of_another_system(tmp_path: Path) -> None:
+    expression = no_op("aarch64-linux", "kernel-variant-a.cu.o")
+    stderr = nix_stderr(
+        tmp_path, "build", "--impure", "--no-link", "--expr", expression, tmp_path=tmp_path
+    )
+    explained = meaning(stderr)
+    assert (
+        "kernel-variant-a.cu.o is built on aarch64-linux, and neither this machine (x86_64-linux)"
+        in explained
+    )
+
+
+def test_builders_of_another_system_only(tmp_path: Path) -> None:
+    expression = no_op("x86_64-linux", "kernel-variant-b.cu.o")
+    stderr = nix_stderr(
+        tmp_path, "build", "--impure", "--no-link", "--max-jobs", "0",
+        "--builders", "ssh-ng://nobody@127.0.0.1 riscv64-linux - 1", "--expr", expression,
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    assert "none of the builders Nix was given can build what is left" in meaning(stderr)
+
+
+def test_a_builder_that_stopped_mid_object() -> None:
+    # Nix 2.8's message when the daemon of an ssh-ng builder on 127.0.0.1 was killed
+    # while it built a derivation (not rerun here: it takes an sshd and a minute).
+    stderr = (
+        "building '/nix/store/lh5q967l6bhnhywb8ql938nc0jb0gls2-slow-object.o.drv' on "
+        "'ssh-ng://root@127.0.0.1?remote-store=/tmp/w/rs&remote-program=/tmp/w/remote-daemon'...\n"
+        "copying 0 paths...\n"
+        "building '/nix/store/lh5q967l6bhnhywb8ql938nc0jb0gls2-slow-object.o.drv'...\n"
+        "error: unexpected end-of-file\n"
+        "error: builder for '/nix/store/lh5q967l6bhnhywb8ql938nc0jb0gls2-slow-object.o.drv' "
+        "failed with exit code 1\n"
+    )
+    assert "the remote builder of slow-object.o ended" in meaning(stderr)
+
+
+@pytest.mark.parametrize("print_logs", [True, False])
+def test_an_object_killed_for_memory(print_logs: bool) -> None:
+    # nvcc's own line when the kernel killed its cicc (produced here with kill -9),
+    # as Nix shows a failed build's log: line by line with -L, else its last lines.
+    killed = "nvcc error   : '\"$CICC_PATH/cicc\"' died due to signal 9 (Kill signal)"
+    failed = (
+        "error: builder for '/nix/store/lh5q967l6bhnhywb8ql938nc0jb0gls2-k-v-flash_bwd.cu.o.drv'"
+        " failed with exit code 1"
+    )
+    stderr = (
+        f"k-v-flash_bwd.cu.o> {killed}\n{failed}\n"
+        if print_logs
+        else f"{failed};\n       last 10 log lines:\n       > {killed}\n"
+    )
+    assert "the compile of k-v-flash_bwd.cu.o was killed (signal 9)" in meaning(stderr)
+
+
 def test_unknown_failures_are_not_explained() -> None:
     assert (
         explain_nix_error("error: builder for '/nix/store/x.drv' failed with exit code 1") is None
