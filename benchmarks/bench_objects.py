@@ -350,24 +350,20 @@ def measure(runs: int = 1) -> list[Figure]:
     edit_target = 2 / units + link / best["many-objects"]
     remote_text = f", {duration(remote)} through a builder on 127.0.0.1" if remote else ""
     return [
-        Figure(
-            name=f"cold build of fused-scale's {CUDA} object by object (3 objects)",
-            seconds=best["fused-objects"],
-            baseline="one derivation",
-            baseline_seconds=best["fused-one-step"],
-            target=1.10,
-            target_text="at most 1.10 x",
-            detail=f"best of {runs}; two cores in all, hermetic, sandbox",
-        ),
-        Figure(
-            name=f"cold build of a generated kernel of {GENERATED_SOURCES} sources and relu's, "
-            "object by object",
-            seconds=best["many-objects"],
-            baseline="one derivation",
-            baseline_seconds=best["many-one-step"],
-            target=1.05,
-            target_text="at most 1.05 x",
-            detail=f"best of {runs}; {CPU}, two cores in all",
+        *(
+            Figure(
+                name=f"cold build of {what}, object by object",
+                seconds=best[f"{key}-objects"],
+                baseline="one derivation",
+                baseline_seconds=best[f"{key}-one-step"],
+                target=target,
+                target_text=f"at most {target:.2f} x",
+                detail=f"best of {runs}; two cores in all, hermetic, sandbox",
+            )
+            for key, what, target in (
+                ("fused", f"fused-scale's {CUDA} (3 objects)", 1.10),
+                ("many", f"a generated {CPU} of {GENERATED_SOURCES} sources and relu's", 1.05),
+            )
         ),
         Figure(
             name="rebuild after a one-source edit, object by object",

@@ -49,6 +49,22 @@ def configured(kernel: tuple[Path, Plan], tmp_path_factory: pytest.TempPathFacto
     return configure_variant(plan, SYSTEM, CPU, out, unique_id="steps", work_dir=work)
 
 
+def linked(kernel: tuple[Path, Plan], prebuilt: Prebuilt, tmp_path: Path, **options: bool) -> Path:
+    """The variant step: `prebuilt`'s objects linked, in a folder of its own."""
+    source, plan = kernel
+    return build_variant(
+        plan,
+        SYSTEM,
+        CPU,
+        source,
+        tmp_path / "variant",
+        unique_id="steps",
+        work_dir=tmp_path / "link" / "kernelnix-build",
+        prebuilt=prebuilt,
+        **options,
+    )
+
+
 def test_the_configured_tree_lists_every_compiled_source_and_no_header(configured: Path) -> None:
     objects = configured_objects(configured)
     assert sorted(objects) == UNITS
@@ -72,16 +88,7 @@ def test_objects_compiled_apart_link_into_a_variant_that_passes_its_checks(
         )
         assert built == out / configured_objects(configured)[unit] and built.is_file()
         outputs.append(out)
-    variant = build_variant(
-        plan,
-        SYSTEM,
-        CPU,
-        source,
-        tmp_path / "variant",
-        unique_id="steps",
-        work_dir=tmp_path / "link" / "kernelnix-build",
-        prebuilt=Prebuilt(configured, outputs),
-    )
+    variant = linked(kernel, Prebuilt(configured, outputs), tmp_path)
     assert (variant / "metadata.json").is_file()
     assert [p.name for p in variant.glob("_multi_kernel_cpu_steps.*so")]
 
@@ -95,17 +102,7 @@ def test_a_missing_object_is_named(
         plan, plan.variant(SYSTEM, CPU), configured, UNITS[0], source, out, work_dir=tmp_path / "w"
     )
     with pytest.raises(UserError) as raised:
-        build_variant(
-            plan,
-            SYSTEM,
-            CPU,
-            source,
-            tmp_path / "variant",
-            unique_id="steps",
-            import_check=False,
-            work_dir=tmp_path / "link",
-            prebuilt=Prebuilt(configured, [out]),
-        )
+        linked(kernel, Prebuilt(configured, [out]), tmp_path, import_check=False)
     message = raised.value.render()
     assert "no object was built for activation/silu_portable.cpp, scale/scale.cpp" in message
     assert not (tmp_path / "variant" / CPU).exists()
