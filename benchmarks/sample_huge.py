@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -125,6 +126,7 @@ def sample_kernel(name: str, cutlass: Path, work: Path, parallel: int) -> dict[s
     variant = str(spec["variant"])
     archs = ("--cuda-archs", str(spec["archs"])) if spec["archs"] else ()
     configured = work / f"{name}-configured"
+    shutil.rmtree(work / "configure" / name, ignore_errors=True)  # a cold configure
     stderr = step(plan, variant, work / "configure" / name, "--step", "configure",
                   "--out", str(configured), *archs, env=env)  # fmt: skip
     configure_seconds, _ = measured(stderr)
