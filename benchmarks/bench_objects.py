@@ -237,11 +237,12 @@ def predicted(times: Sequence[float], builders: int, overhead: float, configure:
     return configure + makespan([t + overhead for t in times], builders * SLOTS_PER_BUILDER)
 
 
-def variant_times(name: str, kernel: dict[str, Any]) -> tuple[list[float], int, int]:
+def variant_times(kernel: dict[str, Any]) -> tuple[list[float], int, int]:
     """Every unit's estimated seconds in the published variant, how many were
-    sampled, and the factor for archs sampled at one (flash-attn2: 4 archs)."""
+    sampled, and the factor for archs the variant has beyond those sampled
+    (flash-attn2: sampled at one of its 4)."""
     times, sampled = unit_times(kernel)
-    archs = 4 if name == "flash-attn2" and kernel["archs"] == "9.0" else 1
+    archs = int(kernel["arch-factor"])
     return [t * archs for t in times], sampled, archs
 
 
@@ -273,7 +274,7 @@ def huge_kernel_section(recorded: dict[str, Any], overhead: float) -> str:
         "|---|---|---|---|---|",
     ]
     for name, kernel in sorted(recorded["kernels"].items()):
-        times, sampled, archs = variant_times(name, kernel)
+        times, sampled, archs = variant_times(kernel)
         configure = float(kernel["configure-cpu-seconds"])
         walls = ", ".join(
             f"{b}: {long_duration(predicted(times, b, overhead, configure))}" for b in BUILDERS
@@ -282,7 +283,7 @@ def huge_kernel_section(recorded: dict[str, Any], overhead: float) -> str:
             f"`{Path(s['source']).name}` {s['cpu-seconds']:.0f} s, {s['peak-mib']} MiB"
             for s in kernel["samples"]
         )
-        scaled = f" (sampled at 9.0; x {archs} for its {archs} archs)" if archs > 1 else ""
+        scaled = f" (sampled at {kernel['archs']}; x {archs} for its archs)" if archs > 1 else ""
         lines.append(
             f"| {name} | `{kernel['variant']}`{scaled} | {len(times)} ({sampled} measured) "
             f"| {units} | {walls} |"
@@ -305,13 +306,13 @@ def huge_kernel_figures(overhead: float) -> list[Figure]:
     write_huge_section(huge_kernel_section(recorded, overhead))
     figures = []
     for name, kernel in sorted(recorded["kernels"].items()):
-        times, sampled, archs = variant_times(name, kernel)
+        times, sampled, archs = variant_times(kernel)
         configure = float(kernel["configure-cpu-seconds"])
         walls = {b: predicted(times, b, overhead, configure) for b in BUILDERS}
         spread = ", ".join(f"{b}: {duration(walls[b])}" for b in BUILDERS)
         peak = max(s["peak-mib"] for s in kernel["samples"])
         scaled = (
-            f", each x {archs} for the variant's {archs} archs (sampled at 9.0)"
+            f", each x {archs} for the variant's archs (sampled at {kernel['archs']})"
             if archs > 1
             else ""
         )

@@ -89,6 +89,14 @@ def cutlass_include(release: str, cutlass: Path, work: Path) -> Path:
     return target / "include"
 
 
+def arch_factor(plan: Path, variant: str, sampled: object) -> int:
+    """How many times the variant compiles each unit's sampled archs: its kernels'
+    most archs over the archs sampled (1 when sampled with the plan's)."""
+    kernels = json.loads(plan.read_text())["variants"][SYSTEM][variant]["kernels"]
+    most = max((len(archs) for archs in kernels.values() if archs), default=1)
+    return most // len(str(sampled).split(",")) if sampled else 1
+
+
 def step(plan: Path, variant: str, work: Path, *args: str, env: dict[str, str]) -> str:
     command = [
         "/usr/bin/time", "-f", "kernelnix-sample %U %S %M", str(PYTHON), "-m", "kernelnix",
@@ -149,6 +157,8 @@ def sample_kernel(name: str, cutlass: Path, work: Path, parallel: int) -> dict[s
     return {
         "variant": variant,
         "archs": spec["archs"] or "the plan's",
+        # Each unit compiles for as many archs in the variant as the plan gives its kernel.
+        "arch-factor": arch_factor(plan, variant, spec["archs"]),
         "configure-cpu-seconds": configure_seconds,
         "units": units,
         "samples": samples,

@@ -185,7 +185,8 @@ def build_variant_command(
             raise UserError.single("--step object needs --configured and --object")
         built_object = compile_object(
             plan,
-            plan.variant(target_system, variant),
+            target_system,
+            variant,
             configured,
             object_source,
             source,

@@ -509,7 +509,7 @@ def _configured_plan(plan: Plan, system: str, name: str, unique_id: str | None) 
         why = "it compiles nothing" if variant.kind == "noarch" else "it hipifies its sources"
         raise UserError.single(
             f"{name} cannot be built object by object: {why}",
-            fix="build it in one step (without --configure-only, --object or --objects)",
+            fix="build it in one step (`--step variant`, without --configured)",
         )
     return plan
 
@@ -544,7 +544,8 @@ def configure_variant(
 
 def compile_object(
     plan: Plan,
-    variant: PlanVariant,
+    system: str,
+    name: str,
     configured: Path,
     source: str,
     source_dir: Path,
@@ -553,8 +554,9 @@ def compile_object(
     work_dir: Path | None = None,
     glibc_target: Path | None = None,
 ) -> Path:
-    """Compile `source` of `variant` in a copy of its configured tree, as the one-step
-    build's Ninja would; its object, at its path in the build tree, into `out`."""
+    """Compile `source` of variant `name` in a copy of its configured tree, as the
+    one-step build's Ninja would; its object, at its path in the build tree, into `out`."""
+    variant = plan.variant(system, name)
     output = objects.object_of(configured, source)
     glibc = read_glibc_target(glibc_target) if glibc_target else None
     launcher = compiler_launcher()

@@ -48,7 +48,8 @@ in
   # compile unit (the headers it may include), so that editing another source
   # changes nothing of it.
   forObject =
-    unit: filtered "${plan.python-name}-source-${util.storeName unit}" (onlyFiles (notUnits ++ [ unit ]));
+    unit:
+    filtered "${plan.python-name}-source-${util.storeName unit}" (onlyFiles (notUnits ++ [ unit ]));
   # What `kernelnix fill-card` reads: the card template, build.toml, the
   # package and benchmarks/; null without CARD.md.
   card =

@@ -72,8 +72,6 @@ rec {
     in
     builtins.genList (i: prefix (i + 1)) count;
 
-  # Quote a string as one POSIX shell word: the only way a value from build.toml
-  # (e.g. the Hub repo id) enters a generated script.
   # A store path name made of `s`: each character a store name may not hold
   # becomes `-` (`csrc/flash fwd.cu` -> `csrc-flash-fwd.cu`).
   storeName =
@@ -81,6 +79,9 @@ rec {
     builtins.concatStringsSep "" (
       map (c: if builtins.match "[A-Za-z0-9+._?=-]" c == null then "-" else c) (characters s)
     );
+
+  # Quote a string as one POSIX shell word: the only way a value from build.toml
+  # (e.g. the Hub repo id) enters a generated script.
   shellQuote = s: "'" + builtins.replaceStrings [ "'" ] [ "'\\''" ] s + "'";
 
   # Variant names come from the matrix grammar; check them before they become

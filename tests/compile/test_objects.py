@@ -12,12 +12,17 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from handmade import committed_copy, plan_here
+from paths import EXAMPLES
 
+from kernelnix.cli import main
 from kernelnix.compile import build_variant
 from kernelnix.compile.objects import OBJECTS_FILE, configured_objects
 from kernelnix.compile.variant import Prebuilt, compile_object, configure_variant
+from kernelnix.config import load_config
 from kernelnix.core.diagnostics import UserError
+from kernelnix.plan.build import PlanOptions, build_plan
 from kernelnix.plan.model import Plan
 
 SYSTEM = "x86_64-linux"
@@ -83,9 +88,7 @@ def test_objects_compiled_apart_link_into_a_variant_that_passes_its_checks(
         # Each in a folder of its own, as Nix's steps outside the sandbox are.
         work = tmp_path / f"object-{index}" / "kernelnix-build"
         out = tmp_path / f"out-{index}"
-        built = compile_object(
-            plan, plan.variant(SYSTEM, CPU), configured, unit, source, out, work_dir=work
-        )
+        built = compile_object(plan, SYSTEM, CPU, configured, unit, source, out, work_dir=work)
         assert built == out / configured_objects(configured)[unit] and built.is_file()
         outputs.append(out)
     variant = linked(kernel, Prebuilt(configured, outputs), tmp_path)
@@ -98,9 +101,7 @@ def test_a_missing_object_is_named(
 ) -> None:
     source, plan = kernel
     out = tmp_path / "one"
-    compile_object(
-        plan, plan.variant(SYSTEM, CPU), configured, UNITS[0], source, out, work_dir=tmp_path / "w"
-    )
+    compile_object(plan, SYSTEM, CPU, configured, UNITS[0], source, out, work_dir=tmp_path / "w")
     with pytest.raises(UserError) as raised:
         linked(kernel, Prebuilt(configured, [out]), tmp_path, import_check=False)
     message = raised.value.render()
@@ -113,8 +114,39 @@ def test_a_source_the_project_does_not_compile_is_refused(
 ) -> None:
     source, plan = kernel
     with pytest.raises(UserError) as raised:
-        compile_object(
-            plan, plan.variant(SYSTEM, CPU), configured, "activation/activation.h", source, tmp_path
-        )
+        compile_object(plan, SYSTEM, CPU, configured, "activation/activation.h", source, tmp_path)
     assert "compiles no 'activation/activation.h'" in raised.value.render()
     assert "scale/scale.cpp" in raised.value.render()
+
+
+def test_the_command_s_steps_refuse_what_they_lack_with_exit_2(
+    kernel: tuple[Path, Plan], configured: Path, tmp_path: Path
+) -> None:
+    source, plan = kernel
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(plan.to_json())
+    base = ["build-variant", "--plan", str(plan_file), "--variant", CPU, "--system", SYSTEM]
+    out = ["--out", str(tmp_path / "out")]
+    cases = [
+        (["--step", "object", "--source", str(source)], "--step object needs --configured"),
+        (["--step", "variant"], "--step variant needs --source"),
+        (["--source", str(source), "--configured", str(configured)], "go together"),
+    ]
+    for args, message in cases:
+        result = CliRunner().invoke(main, [*base, *out, *args])
+        assert result.exit_code == 2, result.output
+        assert message in result.output
+        assert "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_noarch_variant_is_not_configured_for_objects(tmp_path: Path) -> None:
+    source = EXAMPLES / "relu-noarch"
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(build_plan(load_config(source), PlanOptions()).to_json())
+    args = ["build-variant", "--plan", str(plan_file), "--variant", "torch-cpu"]
+    result = CliRunner().invoke(main, [*args, "--step", "configure", "--out", str(tmp_path / "c")])
+    assert result.exit_code == 2, result.output
+    assert "torch-cpu cannot be built object by object: it compiles nothing" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "c").exists()
