@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -108,7 +109,36 @@ def unpack(wheel: Path, dest: Path) -> Path:
                 shutil.copyfileobj(source, out, 1 << 20)
             mode = (member.external_attr >> 16) & 0o777
             os.chmod(target, 0o755 if mode & 0o111 else 0o644)
+        compile_bytecode(stage, dest)
     return dest
+
+
+def compile_bytecode(tree: Path, final: Path) -> None:
+    """Bytecode beside every Python file of `tree`, as pip writes it on install:
+    a tree in the Nix store is read-only, so without it every build step and
+    import check compiles what it imports again (Torch's import takes twice as
+    long). Unchecked hashes: the store's file times are not the ones compiled
+    from. One process, hash seed fixed, and the file names recorded under the
+    tree's `final` path, not its staging one: the same bytes on every build. A file
+    that does not compile (Python 2, a newer Python's syntax) keeps none, as
+    pip leaves it."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compileall",
+            "-qq",
+            "--invalidation-mode",
+            "unchecked-hash",
+            "-s",
+            str(tree),
+            "-p",
+            str(final),
+            str(tree),
+        ],
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+        check=False,
+    )
 
 
 def _link_file(source: Path, target: Path, hard: bool) -> None:

@@ -150,6 +150,9 @@ let
     for wheel in $wheels; do i=$((i + 1)); pairs="$pairs $wheel $out/wheels/$i"; done
     "$out/usr/bin/python3.11" "$scripts/wheel_tree.py" unpack $pairs
     "$out/usr/bin/python3.11" "$scripts/wheel_tree.py" merge "$site" "$out"/wheels/*
+    # The standard library's bytecode, which Debian's install step would write
+    # (the wheels' is written as they are unpacked; wheel_tree.py says why and how).
+    PYTHONHASHSEED=0 "$out/usr/bin/python3.11" -m compileall -qq --invalidation-mode unchecked-hash "$out/usr/lib/python3.11"
     "$out/usr/bin/python3.11" -c 'import ssl, sqlite3, pydantic, jinja2, click, huggingface_hub, kernels, numpy'
   '' { base = python; wheels = map wheelFile locked.python; inherit scripts patchelf; };
 

@@ -6,6 +6,7 @@ nvcc's lib64; a failure leaves nothing behind."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -98,6 +99,32 @@ def test_merge_of_a_missing_tree_leaves_nothing(toolkit: list[Path], tmp_path: P
         merge(tmp_path / "env", [*toolkit, tmp_path / "missing"])
     assert not (tmp_path / "env").exists()
     assert [p for p in tmp_path.iterdir() if p.name.startswith(".env")] == []
+
+
+def test_unpack_writes_the_same_bytecode_each_time_and_imports_use_it(tmp_path: Path) -> None:
+    """Each unpack compiles the wheel's Python files (the store is read-only: an
+    import could not cache them); a set constant's order does not depend on the
+    hash seed; a file that does not compile is left without; an import through
+    the merged environment loads the bytecode."""
+    wheel = make_wheel(tmp_path / "pkg.whl", {
+        "pkg/__init__.py": (b"known = lambda n: n in {'relu', 'silu', 'gelu', 'tanh'}\n", 0o644),
+        "pkg/future.py": (b"match = lambda: (yield from)\n", 0o644),
+    })  # fmt: skip
+    cache = tmp_path / "unpacked" / "pkg" / "__pycache__"
+    compiled = []
+    for _ in range(2):  # at the same path, as Nix builds: the bytecode names it
+        shutil.rmtree(tmp_path / "unpacked", ignore_errors=True)
+        unpack(wheel, tmp_path / "unpacked")
+        compiled.append({p.name: p.read_bytes() for p in cache.iterdir()})
+    assert list(compiled[0]) == [f"__init__.{sys.implementation.cache_tag}.pyc"]
+    assert compiled[0] == compiled[1]
+    merge(tmp_path / "env", [tmp_path / "unpacked"])
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "env"), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-v", "-c", "import pkg"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"code object from '{tmp_path / 'env' / 'pkg' / '__pycache__'}" in done.stderr
 
 
 def test_the_script_runs_without_kernelnix(toolkit: list[Path], tmp_path: Path) -> None:
