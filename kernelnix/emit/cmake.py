@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from kernelnix import __version__
 from kernelnix.core.diagnostics import Diagnostic, UserError, format_key_path
@@ -31,10 +31,15 @@ from kernelnix.emit.render import render
 from kernelnix.plan.dependencies import kernel_header_dependencies
 from kernelnix.plan.ids import check_unique_id
 from kernelnix.plan.model import KernelCompile, Plan, PlanKernel, PlanModel, PlanVariant
+from kernelnix.plan.units import (
+    CXX_SUFFIXES,
+    GPU_SUFFIXES,
+    OBJCXX_SUFFIXES,
+    binding_units,
+    suffix,
+)
 
 PROBE_SCRIPT = Path(__file__).resolve().parents[1] / "host" / "torch_probe.py"
-
-CXX_SUFFIXES = frozenset({".cpp", ".cc", ".cxx", ".c++", ".C"})
 
 
 @dataclass
@@ -69,16 +74,11 @@ def _target_name(name: str, taken: set[str]) -> str:
     return target
 
 
-def _suffix(source: str) -> str:
-    return PurePosixPath(source).suffix
-
-
 def _source_flags(source: str, compile: KernelCompile) -> list[str] | None:
     """The flags a kernel compiles `source` with; None for a header."""
-    suffix = _suffix(source)
-    if suffix in CXX_SUFFIXES or suffix == ".mm":
+    if suffix(source) in CXX_SUFFIXES | OBJCXX_SUFFIXES:
         return compile.cxx_flags
-    if suffix in (".cu", ".hip"):
+    if suffix(source) in GPU_SUFFIXES:
         return compile.gpu_flags
     return None
 
@@ -122,10 +122,10 @@ def _kernel_component(
     sources = [s for s in kernel.src if s not in elsewhere]
     includes = [*kernel.include, *(i for d in compile.dependencies for i in d.include)]
     component = Component(target, sources, includes, kernel_header_dependencies(kernel.depends))
-    gpu = [s for s in sources if _suffix(s) in (".cu", ".hip")]
+    gpu = [s for s in sources if suffix(s) in GPU_SUFFIXES]
     for group, flags in (
-        ([s for s in sources if _suffix(s) in CXX_SUFFIXES], compile.cxx_flags),
-        ([s for s in sources if _suffix(s) == ".mm"], compile.cxx_flags),
+        ([s for s in sources if suffix(s) in CXX_SUFFIXES], compile.cxx_flags),
+        ([s for s in sources if suffix(s) in OBJCXX_SUFFIXES], compile.cxx_flags),
         (gpu, compile.gpu_flags),
     ):
         component.add_group([s for s in group if s not in extra], flags)
@@ -139,9 +139,7 @@ def _kernel_component(
 def _components(plan: Plan, variant: PlanVariant) -> list[Component]:
     framework = plan.framework_sources
     binding = Component("kernelnix_binding", list(framework.src), list(framework.include))
-    binding.add_group(
-        [s for s in framework.src if _suffix(s) in CXX_SUFFIXES], list(framework.cxx_flags)
-    )
+    binding.add_group(binding_units(framework.src), list(framework.cxx_flags))
     taken = {binding.target}
     compiled = [(plan.kernels[name], compile) for name, compile in variant.compile.items()]
     shared = _shared_sources(compiled)
@@ -160,13 +158,13 @@ def _components(plan: Plan, variant: PlanVariant) -> list[Component]:
 
 
 def _languages(components: list[Component]) -> list[str]:
-    suffixes = {_suffix(s) for c in components for s in c.sources}
+    suffixes = {suffix(s) for c in components for s in c.sources}
     languages = ["CXX"]
     if any(c.languages.get("HIP") for c in components) or ".hip" in suffixes:
         languages.append("HIP")
     elif ".cu" in suffixes:
         languages.append("CUDA")
-    if ".mm" in suffixes:
+    if suffixes & OBJCXX_SUFFIXES:
         languages.append("OBJCXX")
     return languages
 

@@ -43,6 +43,7 @@ from kernelnix.plan.model import (
     PlanSystem,
     PlanVariant,
 )
+from kernelnix.plan.units import binding_units, kernel_units
 from kernelnix.plan.variant_metadata import (
     UnknownPythonDependency,
     kernel_depends_for,
@@ -265,6 +266,8 @@ def draft_plan(
             except (EmptyArchsError, UnknownPythonDependency) as exc:
                 errors.append(exc.diagnostic(display_path(loaded.path)))
     errors += missing_sources(loaded)
+    kernels = _plan_kernels(config)
+    framework_sources = _framework_sources(config)
     plan = Plan.model_construct(
         schema_version=SCHEMA_VERSION,
         generator=f"kernelnix {__version__}",
@@ -279,9 +282,15 @@ def draft_plan(
         kernel_git=KernelGitState.model_construct(commit=git.commit, dirty=git.dirty)
         if git
         else None,
-        framework_sources=_framework_sources(config),
-        kernels=_plan_kernels(config),
+        framework_sources=framework_sources,
+        kernels=kernels,
         sources=sources,
+        compile_units=sorted(
+            {
+                *binding_units(framework_sources.src),
+                *(u for k in kernels.values() for u in kernel_units(k.src)),
+            }
+        ),
         systems=systems,
         variants=variants,
         notes=notes,

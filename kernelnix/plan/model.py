@@ -239,7 +239,7 @@ class PlanVariant(PlanModel):
 
 class Plan(PlanModel):
     schema_version: int = Field(
-        description="`2` (kernelnix/data/schema-versions.json). Bumped on any incompatible change."
+        description="`3` (kernelnix/data/schema-versions.json). Bumped on any incompatible change."
     )
     generator: str = Field(description="`kernelnix <version>`.")
     build_toml_sha256: str = Field(
@@ -265,6 +265,12 @@ class Plan(PlanModel):
     sources: list[str] = Field(
         description="The files a build reads (build.toml, sources, package files); Nix "
         "filters the source tree to these, so unrelated edits never rebuild."
+    )
+    compile_units: list[str] = Field(
+        description="The sources that compile into an object (kernelnix.plan.units: "
+        "C++, CUDA, HIP and Objective-C++ of the kernels, C++ of the binding), sorted; "
+        "an object-by-object build makes one derivation of each that a variant "
+        "compiles (docs/distributed.md)."
     )
     systems: dict[str, PlanSystem] = Field(description="Per system: its variants.")
     variants: dict[str, dict[str, PlanVariant]] = Field(

@@ -33,11 +33,10 @@ let
     };
   optionalDir =
     dir: name: if builtins.pathExists (path + "/${dir}") then filtered name (underDir dir) else null;
-  # What CMake compiles, by suffix (kernelnix/emit/cmake.py); the rest of the
-  # sources are headers and the Python package. The variant step checks that
-  # every object the project compiles was built (kernelnix/compile/objects.py).
-  compileSuffixes = [ ".cu" ".hip" ".cpp" ".cc" ".cxx" ".c++" ".C" ".mm" ];
-  isCompileUnit = source: builtins.any (suffix: util.hasSuffix suffix source) compileSuffixes;
+  # What CMake compiles, as the plan lists it (kernelnix/plan/units.py); the rest
+  # of the sources are headers and the Python package. The variant step checks
+  # that every object the project compiles was built (kernelnix/compile/objects.py).
+  isCompileUnit = source: builtins.elem source plan.compile-units;
   notUnits = builtins.filter (source: !(isCompileUnit source)) plan.sources;
 in
 {
