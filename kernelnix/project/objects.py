@@ -27,11 +27,12 @@ JSON_LINE = "@nix "
 @dataclass(frozen=True)
 class ObjectStep:
     """An object derivation: the source it compiles, of which variant, into which
-    store path."""
+    store path, and for which GPU archs (`8.0 9.0a`; empty for a CPU source)."""
 
     source: str
     variant: str
     output: str
+    archs: str = ""
 
 
 def derivations_to_build(dry_run: str) -> list[str]:
@@ -46,7 +47,12 @@ def object_steps(derivations: dict[str, dict[str, object]]) -> dict[str, ObjectS
     for path, derivation in derivations.items():
         env = derivation.get("env")
         if isinstance(env, dict) and env.get("kernelnixStep") == "object":
-            steps[path] = ObjectStep(str(env["objectSource"]), str(env["variant"]), str(env["out"]))
+            steps[path] = ObjectStep(
+                str(env["objectSource"]),
+                str(env["variant"]),
+                str(env["out"]),
+                str(env.get("objectArchs", "")),
+            )
     return steps
 
 
@@ -68,7 +74,8 @@ def where_text(max_jobs: int | None, builders: str) -> str:
 @dataclass
 class ObjectProgress:
     """Turns Nix's internal-json log back into its output, and adds
-    `[k/N] source (variant) 74 s on machine` as each object finishes."""
+    `[k/N] source (archs) 74 s on machine` as each object finishes (the variant
+    named too where the build has objects of several; see `label`)."""
 
     steps: dict[str, ObjectStep]
     print_logs: bool
@@ -108,9 +115,18 @@ class ObjectProgress:
         self.done += 1
         on = f" on {machine}" if machine else ""
         seconds = self.clock() - start
-        return (
-            f"[{self.done}/{len(self.steps)}] {step.source} ({step.variant}) {seconds:.0f} s{on}\n"
-        )
+        label = self.label(step)
+        return f"[{self.done}/{len(self.steps)}] {step.source}{label} {seconds:.0f} s{on}\n"
+
+    def label(self, step: ObjectStep) -> str:
+        """` (9.0)`: the object's archs; its variant too where the build has objects
+        of several (a bundle), for the same source may be compiled by each; the
+        variant alone for a CPU object."""
+        several = len({s.variant for s in self.steps.values()}) > 1
+        parts = [step.archs] if step.archs else []
+        if several or not parts:
+            parts.append(step.variant)
+        return f" ({', '.join(parts)})"
 
 
 def _name(drv: str) -> str:

@@ -212,9 +212,23 @@ let
           {
             inherit units;
             sourceFor = sources.forObject;
+            archsOf = archsOf variant;
           }
         else
           null;
+      # The GPU archs `unit` is compiled for: those of the variant's kernels that
+      # list it (none for a CPU source or the binding).
+      archsOf =
+        variant: unit:
+        util.unique (
+          builtins.concatMap (
+            kernel:
+            let
+              archs = variant.kernels.${kernel} or null;
+            in
+            if archs != null && builtins.elem unit plan.kernels.${kernel}.src then archs else [ ]
+          ) (builtins.attrNames (variant.compile or { }))
+        );
       backendOf = name: planVariants.${name}.backend;
       archName = name: util.archVariantName name planVariants.${name};
       # An attribute per variant name and per arch variant name (kernel-builder's

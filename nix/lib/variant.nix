@@ -26,9 +26,9 @@
   # by builds, and at most this many CUDA compiles at once. null: off.
   compilerCache ? null,
   maxNvccJobs ? null,
-  # Object by object (docs/distributed.md): null, or { units; sourceFor; }: the
-  # sources the variant compiles and, for each, the filtered source its
-  # compile reads (./sources.nix forObject). Each becomes a derivation of its
+  # Object by object (docs/distributed.md): null, or { units; sourceFor; archsOf; }:
+  # the sources the variant compiles and, for each, the filtered source its
+  # compile reads (./sources.nix forObject) and its GPU archs. Each becomes a derivation of its
   # own, after one configure derivation; the variant derivation links them.
   objectBuild ? null,
 }:
@@ -77,6 +77,8 @@ let
       kernelnixStep = "object";
       inherit configured;
       objectSource = unit;
+      # What `kernelnix build` names the object by as it finishes (docs/distributed.md).
+      objectArchs = builtins.concatStringsSep " " (objectBuild.archsOf unit);
       src = objectBuild.sourceFor unit;
       # An object holds no store path, as the variant does not.
       allowedReferences = [ ];

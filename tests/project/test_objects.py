@@ -22,7 +22,7 @@ from kernelnix.project.objects import (
 LOG = (TESTS / "data" / "nix-logs" / "object-build.internal-json").read_text().splitlines(True)
 VARIANT = "torch213-cxx11-cu130-x86_64-linux"
 OBJECT = f"/nix/store/s6cmnqdvfj3h17372mg6gdhbkjah20ds-fused_scale-{VARIANT}-kernels.cu.o.drv"
-STEP = ObjectStep("fused_scale_cuda/kernels.cu", VARIANT, "/nix/store/out-kernels.cu.o")
+STEP = ObjectStep("fused_scale_cuda/kernels.cu", VARIANT, "/nix/store/out-kernels.cu.o", "8.0 9.0a")
 
 
 def rendered(progress: ObjectProgress) -> str:
@@ -36,7 +36,7 @@ def test_a_finished_object_gets_its_progress_line_and_nix_s_own_lines_stay() -> 
     )
     text = rendered(progress)
     assert f"building '{OBJECT}'" in text
-    assert f"[1/1] fused_scale_cuda/kernels.cu ({VARIANT}) 37 s\n" in text
+    assert "[1/1] fused_scale_cuda/kernels.cu (8.0 9.0a) 37 s\n" in text
     # Without -L, no build log; nothing of the machine-readable log shows.
     assert "> " not in text and "@nix" not in text
 
@@ -70,11 +70,24 @@ def test_the_objects_to_build_come_from_the_dry_run_and_the_derivations() -> Non
                 "objectSource": STEP.source,
                 "variant": VARIANT,
                 "out": STEP.output,
+                "objectArchs": STEP.archs,
             }
         },
         "/nix/store/zzz-variant.drv": {"env": {"variant": VARIANT}},
     }
     assert object_steps(shown) == {OBJECT: STEP}
+
+
+def test_an_object_is_labelled_by_its_archs_and_by_its_variant_where_needed() -> None:
+    """Objects of one variant: its archs (`9.0`, as nvcc's); a CPU object, which has
+    none, its variant; objects of several variants (a bundle): both."""
+    cpu = ObjectStep("fused_scale_cpu/fused_scale.cpp", "torch213-cxx11-cpu-x86_64-linux", "/o")
+    other = ObjectStep(STEP.source, "torch213-cxx11-cu126-x86_64-linux", "/p", "8.0 9.0a")
+    assert ObjectProgress({OBJECT: STEP}, print_logs=False).label(STEP) == " (8.0 9.0a)"
+    assert ObjectProgress({"a": cpu}, print_logs=False).label(cpu) == f" ({cpu.variant})"
+    bundle = ObjectProgress({OBJECT: STEP, "b": other, "c": cpu}, print_logs=False)
+    assert bundle.label(other) == " (8.0 9.0a, torch213-cxx11-cu126-x86_64-linux)"
+    assert bundle.label(cpu) == f" ({cpu.variant})"
 
 
 def test_where_names_the_builders(tmp_path: Path) -> None:
