@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelnix.plan.units import GPU_SUFFIXES, suffix
+
 # Nix's activity and result types (src/libutil/logging.hh).
 BUILD_ACTIVITY = 105
 BUILD_LOG_LINE = 101
@@ -27,7 +29,8 @@ JSON_LINE = "@nix "
 @dataclass(frozen=True)
 class ObjectStep:
     """An object derivation: the source it compiles, of which variant, into which
-    store path, and for which GPU archs (`8.0 9.0a`; empty for a CPU source)."""
+    store path, and the GPU archs of the kernels that list it (`8.0 9.0a`; empty
+    for a CPU kernel's source or the binding)."""
 
     source: str
     variant: str
@@ -119,11 +122,11 @@ class ObjectProgress:
         return f"[{self.done}/{len(self.steps)}] {step.source}{label} {seconds:.0f} s{on}\n"
 
     def label(self, step: ObjectStep) -> str:
-        """` (9.0)`: the object's archs; its variant too where the build has objects
-        of several (a bundle), for the same source may be compiled by each; the
-        variant alone for a CPU object."""
+        """` (9.0)`: the archs of a GPU source; its variant too where the build has
+        objects of several (a bundle), for the same source may be compiled by
+        each; the variant alone for a C++ source (a CUDA kernel's host code too)."""
         several = len({s.variant for s in self.steps.values()}) > 1
-        parts = [step.archs] if step.archs else []
+        parts = [step.archs] if step.archs and suffix(step.source) in GPU_SUFFIXES else []
         if several or not parts:
             parts.append(step.variant)
         return f" ({', '.join(parts)})"

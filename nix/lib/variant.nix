@@ -77,7 +77,8 @@ let
       kernelnixStep = "object";
       inherit configured;
       objectSource = unit;
-      # What `kernelnix build` names the object by as it finishes (docs/distributed.md).
+      # The GPU archs of the kernels that list the source, which `kernelnix build`
+      # names a GPU object by as it finishes (docs/distributed.md).
       objectArchs = builtins.concatStringsSep " " (objectBuild.archsOf unit);
       src = objectBuild.sourceFor unit;
       # An object holds no store path, as the variant does not.

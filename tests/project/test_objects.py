@@ -79,9 +79,12 @@ def test_the_objects_to_build_come_from_the_dry_run_and_the_derivations() -> Non
 
 
 def test_an_object_is_labelled_by_its_archs_and_by_its_variant_where_needed() -> None:
-    """Objects of one variant: its archs (`9.0`, as nvcc's); a CPU object, which has
-    none, its variant; objects of several variants (a bundle): both."""
+    """Objects of one variant: a GPU source's archs (`9.0`, as nvcc's); a C++ source,
+    compiled for no arch (a CUDA kernel's host code too), its variant; objects of
+    several variants (a bundle): both."""
     cpu = ObjectStep("fused_scale_cpu/fused_scale.cpp", "torch213-cxx11-cpu-x86_64-linux", "/o")
+    host = ObjectStep("layer_norm/ln_api.cpp", VARIANT, "/h", "8.0 9.0")
+    assert ObjectProgress({"h": host}, print_logs=False).label(host) == f" ({VARIANT})"
     other = ObjectStep(STEP.source, "torch213-cxx11-cu126-x86_64-linux", "/p", "8.0 9.0a")
     assert ObjectProgress({OBJECT: STEP}, print_logs=False).label(STEP) == " (8.0 9.0a)"
     assert ObjectProgress({"a": cpu}, print_logs=False).label(cpu) == f" ({cpu.variant})"
