@@ -46,6 +46,7 @@ from kernelnix.project.objects import (
     derivations_to_build,
     object_steps,
     where_text,
+    without_colours,
 )
 
 # Harmless where nix.conf already enables them; needed where it does not.
@@ -177,9 +178,11 @@ def nix_error_hints() -> tuple[NixErrorHint, ...]:
 
 
 def explain_nix_error(stderr: str) -> Diagnostic | None:
-    """The one-line explanation of a Nix failure, from the first known pattern in it."""
+    """The one-line explanation of a Nix failure, from the first known pattern in it
+    (its colours aside: Nix's machine-readable log keeps them in its messages)."""
+    plain = without_colours(stderr)
     for hint in nix_error_hints():
-        found = hint.pattern.search(stderr)
+        found = hint.pattern.search(plain)
         if found:
             named = found.groupdict()
             meaning, fix = (t.format_map(named) if named else t for t in (hint.meaning, hint.fix))
@@ -428,7 +431,7 @@ def build_with_nix(
         where = where_text(options.max_jobs, nix_builders(options))
         count = f"{len(steps)} object{'s' if len(steps) > 1 else ''}"
         click.echo(f"kernelnix: {count} to build, {where}", err=True)
-        progress = ObjectProgress(steps, options.print_build_logs)
+        progress = ObjectProgress(steps, options.print_build_logs, colours=sys.stderr.isatty())
         run([*command, "--log-format", "internal-json"], render=progress)
     else:
         run(command)

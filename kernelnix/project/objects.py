@@ -24,6 +24,8 @@ BUILD_LOG_LINE = 101
 SHOWN_LEVEL = 3
 WILL_BE_BUILT = re.compile(r"^\s+(/nix/store/[a-z0-9]{32}-\S+\.drv)$", re.MULTILINE)
 JSON_LINE = "@nix "
+# A terminal's colour or style sequence, which Nix writes into its messages.
+COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,10 @@ class ObjectStep:
     variant: str
     output: str
     archs: str = ""
+
+
+def without_colours(text: str) -> str:
+    return COLOUR.sub("", text)
 
 
 def derivations_to_build(dry_run: str) -> list[str]:
@@ -82,6 +88,8 @@ class ObjectProgress:
 
     steps: dict[str, ObjectStep]
     print_logs: bool
+    # Nix's colours kept in its messages: for a terminal, as Nix shows them there.
+    colours: bool = False
     clock: Callable[[], float] = time.monotonic
     exists: Callable[[str], bool] = os.path.exists
     started: dict[int, tuple[str, str, float]] = field(default_factory=dict)
@@ -98,7 +106,9 @@ class ObjectProgress:
             return line
         action = event.get("action")
         if action == "msg":
-            return f"{event['msg']}\n" if event.get("level", 0) <= SHOWN_LEVEL else None
+            if event.get("level", 0) > SHOWN_LEVEL:
+                return None
+            return f"{event['msg'] if self.colours else without_colours(event['msg'])}\n"
         if action == "start" and event.get("type") == BUILD_ACTIVITY:
             drv, machine = (event.get("fields") or ["", ""])[:2]
             self.started[event["id"]] = (drv, machine, self.clock())

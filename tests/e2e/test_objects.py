@@ -27,13 +27,14 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from nix_projects import GIT_IDENTITY, git, kernelnix_clone, make_project, nix
-from nix_remote import SSHD, remote_daemon, sshd
+from nix_remote import SSHD, descendants, remote_daemon, sshd
 from paths import EXAMPLES
 
 SANDBOX = ("--option", "sandbox", "true", "--option", "sandbox-fallback", "false")
@@ -288,6 +289,59 @@ def test_two_builders_share_the_objects_of_one_variant(tmp_path: Path) -> None:
     )
     objects = [f"fused_scale-{CPU}-{name}.o" for name in ("fused_scale.cpp", "torch_binding.cpp")]
     assert sorted(where.get(o, "here") for o in objects) == sorted(stores), done.stderr[-3000:]
+
+
+# CI installs openssh-server (scripts/setup.sh): there a missing sshd fails the test.
+@pytest.mark.skipif(
+    not SSHD.exists() and not os.environ.get("CI"), reason="needs openssh-server (scripts/setup.sh)"
+)
+@pytest.mark.skipif(os.geteuid() != 0, reason="sshd's privilege separation needs root")
+def test_a_builder_that_dies_mid_object_is_one_error_naming_the_object(tmp_path: Path) -> None:
+    """`kernelnix build --max-jobs 0 --builders ...`: the builder's nix-daemon is killed
+    while it compiles an object (the compiler running below it); the build ends
+    with one explained error (exit 2) naming that object and what to do, and
+    nothing of the object is in this store."""
+    url, env = kernelnix_clone(tmp_path, ("2.13-cpu",))
+    project = committed_project(
+        tmp_path, url, env, "by-object", objects=True, nonce=str(uuid.uuid4())
+    )
+    daemon = remote_daemon(tmp_path / "remote-daemon", [])
+    with sshd(tmp_path / "ssh") as builder:
+        machine = f"{builder.store_url(tmp_path / 'store', daemon)} x86_64-linux {builder.key} 1"
+        process = subprocess.Popen(
+            ["kernelnix", "build", str(project.path), "--variant", CPU, "--max-jobs", "0",
+             "--builders", machine],
+            env={**env, "NIX_SSHOPTS": builder.ssh_options},
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert process.stderr is not None
+        compiling = None
+        for line in process.stderr:
+            found = re.search(r"building '/nix/store/[a-z0-9]{32}-(.+\.o)\.drv' on", line)
+            if found:
+                compiling = found[1]
+                break
+        assert compiling is not None
+        # Killed once the compiler runs under the builder's daemon, mid-object.
+        while "cc1plus" not in descendants(builder.pid).values():
+            assert process.poll() is None, "the build ended before its object compiled"
+            time.sleep(0.1)
+        for pid, name in descendants(builder.pid).items():
+            if name == "nix-daemon":
+                os.kill(pid, signal.SIGKILL)
+        rest = process.stderr.read()
+        process.wait()
+    assert process.returncode == 2, rest[-3000:]
+    assert (
+        f"the connection to the remote builder of {compiling} ended while it was building it"
+        in rest
+    ), rest[-3000:]
+    assert "build again: what finished is kept and only the rest is built" in rest
+    assert "Traceback" not in rest
+    named = f'os: (builtins.head (builtins.filter (o: o.name == "{compiling}") os)).outPath'
+    assert not Path(
+        project.nix("eval", "--raw", f".#{CPU}.objects", "--apply", named).stdout
+    ).exists()
 
 
 def test_the_host_toolchain_builds_object_by_object_too(tmp_path: Path) -> None:

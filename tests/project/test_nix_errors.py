@@ -146,7 +146,7 @@ def test_builders_of_another_system_only(tmp_path: Path) -> None:
 
 def test_a_builder_that_stopped_mid_object() -> None:
     # Nix 2.8's message when the daemon of an ssh-ng builder on 127.0.0.1 was killed
-    # while it built a derivation (not rerun here: it takes an sshd and a minute).
+    # while it built a derivation (tests/e2e/test_objects.py kills one mid-object).
     stderr = (
         "building '/nix/store/lh5q967l6bhnhywb8ql938nc0jb0gls2-slow-object.o.drv' on "
         "'ssh-ng://root@127.0.0.1?remote-store=/tmp/w/rs&remote-program=/tmp/w/remote-daemon'...\n"
@@ -157,6 +157,17 @@ def test_a_builder_that_stopped_mid_object() -> None:
         "failed with exit code 1\n"
     )
     assert "the remote builder of slow-object.o ended" in meaning(stderr)
+
+
+def test_nix_s_colours_do_not_hide_a_known_message() -> None:
+    # As `kernelnix build` renders Nix's machine-readable log of an object build:
+    # its messages keep their colours (seen when a builder's daemon was killed).
+    drv = "/nix/store/ih3d21fg60slvgcw7sf8g8wgyy2h6vk7-f-v-fused_scale.cpp.o.drv"
+    stderr = (
+        "\x1b[31;1merror:\x1b[0m unexpected end-of-file\n"
+        f"\x1b[31;1merror:\x1b[0m builder for '\x1b[35;1m{drv}\x1b[0m' failed with exit code 1\n"
+    )
+    assert "the remote builder of f-v-fused_scale.cpp.o ended" in meaning(stderr)
 
 
 @pytest.mark.parametrize("print_logs", [True, False])

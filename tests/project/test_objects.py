@@ -48,6 +48,13 @@ def test_with_print_logs_the_build_log_is_shown_as_nix_shows_it() -> None:
     assert f"fused_scale-{VARIANT}> built /nix/store/" in text
 
 
+def test_nix_s_colours_are_kept_for_a_terminal_only() -> None:
+    line = '@nix {"action":"msg","level":0,"msg":"\\u001b[31;1merror:\\u001b[0m stopped"}\n'
+    assert ObjectProgress({}, print_logs=False)(line) == "error: stopped\n"
+    coloured = ObjectProgress({}, print_logs=False, colours=True)(line)
+    assert coloured == "\x1b[31;1merror:\x1b[0m stopped\n"
+
+
 def test_an_object_whose_output_is_missing_gets_no_progress_line() -> None:
     """A failed object stops too; Nix's error says what failed."""
     progress = ObjectProgress({OBJECT: STEP}, print_logs=False, exists=lambda _: False)

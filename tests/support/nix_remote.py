@@ -74,6 +74,7 @@ class SshBuilder:
     host: str  # user@127.0.0.1
     key: Path
     ssh_options: str  # NIX_SSHOPTS: the port, the key, no host key checks
+    pid: int  # the listening sshd: each session, and the daemon it runs, below it
 
     def store_url(self, remote_store: Path, daemon: Path) -> str:
         """ssh-ng URL of a remote daemon (`daemon`) that builds into `remote_store`."""
@@ -128,10 +129,34 @@ def sshd(work: Path) -> Iterator[SshBuilder]:
             f"-p {port} -i {work / 'client_key'} -o StrictHostKeyChecking=no "
             "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
         )
-        yield SshBuilder(f"{getpass.getuser()}@127.0.0.1", work / "client_key", options)
+        yield SshBuilder(
+            f"{getpass.getuser()}@127.0.0.1", work / "client_key", options, process.pid
+        )
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Every process below `pid`, and its command name."""
+    children: dict[int, list[int]] = {}
+    names = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # it ended
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        parent = int(text[text.rindex(")") + 2 :].split()[1])
+        names[int(stat.parent.name)] = name
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found: dict[int, str] = {}
+    pending = list(children.get(pid, []))
+    while pending:
+        child = pending.pop()
+        found[child] = names[child]
+        pending += children.get(child, [])
+    return found
 
 
 def remote_daemon(path: Path, sandbox_paths: list[str]) -> Path:
