@@ -90,8 +90,10 @@ def _member_path(name: str) -> PurePosixPath:
     return path
 
 
-def unpack(wheel: Path, dest: Path) -> Path:
-    """Unpack `wheel` into the new directory `dest`, keeping executable bits."""
+def unpack(wheel: Path, dest: Path, bytecode: bool = True) -> Path:
+    """Unpack `wheel` into the new directory `dest`, keeping executable bits, and
+    with `bytecode` compile it (compile_bytecode; the script compiles the trees of
+    one run together instead)."""
     if dest.exists():
         raise TreeError(f"{dest} exists already")
     try:
@@ -109,33 +111,23 @@ def unpack(wheel: Path, dest: Path) -> Path:
                 shutil.copyfileobj(source, out, 1 << 20)
             mode = (member.external_attr >> 16) & 0o777
             os.chmod(target, 0o755 if mode & 0o111 else 0o644)
-        compile_bytecode(stage, dest)
+    if bytecode:
+        compile_bytecode([dest])
     return dest
 
 
-def compile_bytecode(tree: Path, final: Path) -> None:
-    """Bytecode beside every Python file of `tree`, as pip writes it on install:
+def compile_bytecode(trees: Sequence[Path]) -> None:
+    """Bytecode beside every Python file of `trees`, as pip writes it on install:
     a tree in the Nix store is read-only, so without it every build step and
     import check compiles what it imports again (Torch's import takes twice as
     long). Unchecked hashes: the store's file times are not the ones compiled
-    from. One process, hash seed fixed, and the file names recorded under the
-    tree's `final` path, not its staging one: the same bytes on every build. A file
-    that does not compile (Python 2, a newer Python's syntax) keeps none, as
-    pip leaves it."""
+    from. One process (one start for the dozens of wheels of a run), hash seed
+    fixed, each tree at its final path (the file names are recorded): the same
+    bytes on every build. A file that does not compile (Python 2, a newer
+    Python's syntax) keeps none, as pip leaves it."""
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "compileall",
-            "-qq",
-            "--invalidation-mode",
-            "unchecked-hash",
-            "-s",
-            str(tree),
-            "-p",
-            str(final),
-            str(tree),
-        ],
+        [sys.executable, "-m", "compileall", "-qq", "--invalidation-mode", "unchecked-hash"]
+        + [str(tree) for tree in trees],
         env={**os.environ, "PYTHONHASHSEED": "0"},
         check=False,
     )
@@ -242,8 +234,8 @@ def find_nvcc(environment: Path) -> Path | None:
 def main(argv: Sequence[str]) -> int:
     try:
         if len(argv) >= 3 and len(argv) % 2 == 1 and argv[0] == "unpack":
-            for wheel, dest in zip(argv[1::2], argv[2::2], strict=True):
-                unpack(Path(wheel), Path(dest))
+            pairs = zip(argv[1::2], argv[2::2], strict=True)
+            compile_bytecode([unpack(Path(w), Path(d), bytecode=False) for w, d in pairs])
         elif len(argv) >= 2 and argv[0] == "merge":
             merge(Path(argv[1]), [Path(a) for a in argv[2:]])
         elif len(argv) == 2 and argv[0] == "nvcc":
