@@ -13,8 +13,9 @@ entry of the build and of the import check, and holds nvcc for CUDA.
 
 Both kernelnix (`kernelnix build --local`) and the host toolchain's Nix
 derivations run this file, so it uses the standard library only; Nix runs it as
-a script: `python3 wheel_tree.py unpack WHEEL DIR [WHEEL DIR ...]` or
-`merge DIR UNPACKED...`. Several wheels go to one process: a Python without
+a script: `python3 wheel_tree.py unpack WHEEL DIR [WHEEL DIR ...]`,
+`merge DIR UNPACKED...` or `bytecode DIR...` (the hermetic Python's own
+standard library). Several wheels go to one process: a Python without
 compiled standard library (Debian's, before its install step) spends most of a
 short run compiling what it imports.
 """
@@ -236,6 +237,8 @@ def main(argv: Sequence[str]) -> int:
         if len(argv) >= 3 and len(argv) % 2 == 1 and argv[0] == "unpack":
             pairs = zip(argv[1::2], argv[2::2], strict=True)
             compile_bytecode([unpack(Path(w), Path(d), bytecode=False) for w, d in pairs])
+        elif len(argv) >= 2 and argv[0] == "bytecode":
+            compile_bytecode([Path(a) for a in argv[1:]])
         elif len(argv) >= 2 and argv[0] == "merge":
             merge(Path(argv[1]), [Path(a) for a in argv[2:]])
         elif len(argv) == 2 and argv[0] == "nvcc":
@@ -244,7 +247,7 @@ def main(argv: Sequence[str]) -> int:
         else:
             print(
                 "usage: wheel_tree.py unpack WHEEL DIR [WHEEL DIR ...] | merge DIR UNPACKED... "
-                "| nvcc DIR",
+                "| bytecode DIR... | nvcc DIR",
                 file=sys.stderr,
             )
             return 2

@@ -152,7 +152,7 @@ let
     "$out/usr/bin/python3.11" "$scripts/wheel_tree.py" merge "$site" "$out"/wheels/*
     # The standard library's bytecode, which Debian's install step would write
     # (the wheels' is written as they are unpacked; wheel_tree.py says why and how).
-    PYTHONHASHSEED=0 "$out/usr/bin/python3.11" -m compileall -qq --invalidation-mode unchecked-hash "$out/usr/lib/python3.11"
+    "$out/usr/bin/python3.11" "$scripts/wheel_tree.py" bytecode "$out/usr/lib/python3.11"
     "$out/usr/bin/python3.11" -c 'import ssl, sqlite3, pydantic, jinja2, click, huggingface_hub, kernels, numpy'
   '' { base = python; wheels = map wheelFile locked.python; inherit scripts patchelf; };
 

@@ -148,9 +148,9 @@ def test_the_script_runs_without_kernelnix(toolkit: list[Path], tmp_path: Path) 
 
 
 def test_the_script_unpacks_several_wheels_in_one_run(tmp_path: Path) -> None:
-    """`unpack WHEEL DIR WHEEL DIR`: each wheel into its own directory (the hermetic
-    toolchain's Python unpacks its dozens of wheels so); an unpaired argument is a
-    usage error that unpacks nothing."""
+    """`unpack WHEEL DIR WHEEL DIR`: each wheel into its own directory, compiled (the
+    hermetic toolchain's Python unpacks its dozens of wheels so); `bytecode DIR`
+    compiles a tree; an unpaired argument is a usage error that unpacks nothing."""
     script = Path(wheel_tree.__file__)
     one = make_wheel(tmp_path / "one.whl", {"one/__init__.py": (b"A = 1\n", 0o644)})
     two = make_wheel(tmp_path / "two.whl", {"two/run": (b"#!/bin/sh\n", 0o755)})
@@ -160,7 +160,17 @@ def test_the_script_unpacks_several_wheels_in_one_run(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "1" / "one" / "__init__.py").read_text() == "A = 1\n"
+    assert list((tmp_path / "1" / "one" / "__pycache__").glob("__init__.*.pyc"))
     assert os.access(tmp_path / "2" / "two" / "run", os.X_OK)
+    # `bytecode DIR`: a tree of its own (the hermetic Python's standard library).
+    library = tmp_path / "lib"
+    (library / "json").mkdir(parents=True)
+    (library / "json" / "decoder.py").write_text("A = 1\n")
+    compiled = subprocess.run(
+        [sys.executable, "-I", script, "bytecode", library], capture_output=True, text=True
+    )
+    assert compiled.returncode == 0, compiled.stderr
+    assert list((library / "json" / "__pycache__").glob("decoder.*.pyc"))
     unpaired = subprocess.run(
         [sys.executable, "-I", script, "unpack", one, tmp_path / "3", two],
         capture_output=True, text=True, check=False,
