@@ -29,6 +29,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,6 +130,21 @@ def projects(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, Project
     )
 
 
+def cpu_project(work: Path) -> Project:
+    """fused-scale object by object, committed, with only the CPU Torch locked."""
+    url, env = kernelnix_clone(work, ("2.13-cpu",))
+    return committed_project(work, url, env, "by-object", objects=True, nonce=str(uuid.uuid4()))
+
+
+def needs_sshd(test: Callable[..., None]) -> Callable[..., None]:
+    """A test of ssh-ng builders on 127.0.0.1. CI installs openssh-server
+    (scripts/setup.sh): there a missing sshd fails the test."""
+    no_sshd = not SSHD.exists() and not os.environ.get("CI")
+    test = pytest.mark.skipif(no_sshd, reason="needs openssh-server (scripts/setup.sh)")(test)
+    not_root = os.geteuid() != 0
+    return pytest.mark.skipif(not_root, reason="sshd's privilege separation needs root")(test)
+
+
 def nar_hash(project: Project) -> str:
     return nar_hash_of(project, str(project.attribute("outPath")))
 
@@ -213,10 +229,8 @@ def test_a_second_store_substitutes_from_a_binary_cache_and_compiles_the_edited_
     configured tree, objects) into a signed binary cache; a second store (its own
     root) with one source edited substitutes all of it but the edited object,
     compiles that one and links, into the bytes the first store builds."""
-    url, env = kernelnix_clone(tmp_path, ("2.13-cpu",))
-    project = committed_project(
-        tmp_path, url, env, "by-object", objects=True, nonce=str(uuid.uuid4())
-    )
+    project = cpu_project(tmp_path)
+    env = project.env
     nix(project.path, env, "build", f".#{CPU}", "--no-link", *SANDBOX)
     secret = tmp_path / "cache-secret.key"
     secret.write_text(nix(tmp_path, env, "key", "generate-secret", "--key-name", "team-1").stdout)
@@ -236,8 +250,9 @@ def test_a_second_store_substitutes_from_a_binary_cache_and_compiles_the_edited_
         *[p for p in requisites if not p.endswith(".drv")],
     )  # fmt: skip
     project.edit("fused_scale_cpu/fused_scale.cpp", "edited on the second machine")
+    second_store = ("--store", str(tmp_path / "second-store"))
     second = (
-        "--store", str(tmp_path / "second-store"),
+        *second_store,
         "--option", "substituters", cache,
         "--option", "trusted-public-keys", public,
         *SANDBOX,
@@ -250,30 +265,23 @@ def test_a_second_store_substitutes_from_a_binary_cache_and_compiles_the_edited_
     assert f"ok    {CPU}: no violations" in done.stderr
     project.nix("build", f".#{CPU}", "--no-link", *SANDBOX)
     path = project.nix("eval", "--raw", f".#{CPU}.outPath").stdout
-    assert nar_hash_of(project, path, *second[:2]) == nar_hash_of(project, path)
+    assert nar_hash_of(project, path, *second_store) == nar_hash_of(project, path)
 
 
-# CI installs openssh-server (scripts/setup.sh): there a missing sshd fails the test.
-@pytest.mark.skipif(
-    not SSHD.exists() and not os.environ.get("CI"), reason="needs openssh-server (scripts/setup.sh)"
-)
-@pytest.mark.skipif(os.geteuid() != 0, reason="sshd's privilege separation needs root")
+@needs_sshd
 def test_two_builders_share_the_objects_of_one_variant(tmp_path: Path) -> None:
     """`--max-jobs 0 --builders 'A ; B'`, one job each: the configure step runs on one,
     then the two objects run at once, one on each, and the variant on either. Each
     builder is a daemon with a store of its own (`?remote-store=`), which gets the
     toolchain and the CPU Torch copied over ssh."""
-    url, env = kernelnix_clone(tmp_path, ("2.13-cpu",))
-    project = committed_project(
-        tmp_path, url, env, "by-object", objects=True, nonce=str(uuid.uuid4())
-    )
+    project = cpu_project(tmp_path)
     daemon = remote_daemon(tmp_path / "remote-daemon", [])
     with sshd(tmp_path / "ssh") as builder:
         stores = [builder.store_url(tmp_path / f"store-{n}", daemon) for n in ("a", "b")]
         machines = " ; ".join(f"{store} x86_64-linux {builder.key} 1" for store in stores)
         done = nix(
             project.path,
-            {**env, "NIX_SSHOPTS": builder.ssh_options},
+            {**project.env, "NIX_SSHOPTS": builder.ssh_options},
             "build",
             f".#{CPU}",
             "--no-link",
@@ -291,27 +299,20 @@ def test_two_builders_share_the_objects_of_one_variant(tmp_path: Path) -> None:
     assert sorted(where.get(o, "here") for o in objects) == sorted(stores), done.stderr[-3000:]
 
 
-# CI installs openssh-server (scripts/setup.sh): there a missing sshd fails the test.
-@pytest.mark.skipif(
-    not SSHD.exists() and not os.environ.get("CI"), reason="needs openssh-server (scripts/setup.sh)"
-)
-@pytest.mark.skipif(os.geteuid() != 0, reason="sshd's privilege separation needs root")
+@needs_sshd
 def test_a_builder_that_dies_mid_object_is_one_error_naming_the_object(tmp_path: Path) -> None:
     """`kernelnix build --max-jobs 0 --builders ...`: the builder's nix-daemon is killed
     while it compiles an object (the compiler running below it); the build ends
     with one explained error (exit 2) naming that object and what to do, and
     nothing of the object is in this store."""
-    url, env = kernelnix_clone(tmp_path, ("2.13-cpu",))
-    project = committed_project(
-        tmp_path, url, env, "by-object", objects=True, nonce=str(uuid.uuid4())
-    )
+    project = cpu_project(tmp_path)
     daemon = remote_daemon(tmp_path / "remote-daemon", [])
     with sshd(tmp_path / "ssh") as builder:
         machine = f"{builder.store_url(tmp_path / 'store', daemon)} x86_64-linux {builder.key} 1"
         process = subprocess.Popen(
             ["kernelnix", "build", str(project.path), "--variant", CPU, "--max-jobs", "0",
              "--builders", machine],
-            env={**env, "NIX_SSHOPTS": builder.ssh_options},
+            env={**project.env, "NIX_SSHOPTS": builder.ssh_options},
             stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert process.stderr is not None
