@@ -42,6 +42,7 @@ from kernelnix.project.generate import generate
 from kernelnix.project.library import library_url
 from kernelnix.project.objects import (
     ObjectProgress,
+    ObjectRoots,
     ObjectStep,
     derivations_to_build,
     object_steps,
@@ -431,7 +432,12 @@ def build_with_nix(
         where = where_text(options.max_jobs, nix_builders(options))
         count = f"{len(steps)} object{'s' if len(steps) > 1 else ''}"
         click.echo(f"kernelnix: {count} to build, {where}", err=True)
-        progress = ObjectProgress(steps, options.print_build_logs, colours=sys.stderr.isatty())
+        progress = ObjectProgress(
+            steps,
+            options.print_build_logs,
+            colours=sys.stderr.isatty(),
+            keep=ObjectRoots(project.root / "result-objects").keep,
+        )
         run([*command, "--log-format", "internal-json"], render=progress)
     else:
         run(command)

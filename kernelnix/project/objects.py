@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -80,6 +82,30 @@ def where_text(max_jobs: int | None, builders: str) -> str:
     return remote if max_jobs == 0 else f"on this machine and {remote}"
 
 
+@dataclass(frozen=True)
+class ObjectRoots:
+    """Garbage-collector roots of finished objects, one link each under `folder`
+    (`result-objects` beside the out-link): `<variant>/<source>.o`. A build stopped
+    halfway then resumes even after a garbage collection, the next edit still
+    compiles one object, and an edited object's new root replaces its old one."""
+
+    folder: Path
+
+    def keep(self, step: ObjectStep) -> str | None:
+        """Root `step`'s output; a line saying why not where Nix refuses."""
+        link = self.folder / step.variant / f"{step.source}.o"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        command = [shutil.which("nix-store") or "nix-store", "--realise", step.output]
+        done = subprocess.run(
+            [*command, "--add-root", str(link)], capture_output=True, text=True, check=False
+        )
+        if done.returncode == 0:
+            return None
+        # Nix's last line is its error; those before it list the paths again.
+        why = (done.stderr.strip().splitlines() or ["nix-store failed"])[-1]
+        return f"kernelnix: {step.source} not kept from garbage collection: {why}\n"
+
+
 @dataclass
 class ObjectProgress:
     """Turns Nix's internal-json log back into its output, and adds
@@ -92,6 +118,8 @@ class ObjectProgress:
     colours: bool = False
     clock: Callable[[], float] = time.monotonic
     exists: Callable[[str], bool] = os.path.exists
+    # Roots the object as it finishes (ObjectRoots.keep): a line to show, or None.
+    keep: Callable[[ObjectStep], str | None] = lambda step: None
     started: dict[int, tuple[str, str, float]] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
     done: int = 0
@@ -129,7 +157,8 @@ class ObjectProgress:
         on = f" on {machine}" if machine else ""
         seconds = self.clock() - start
         label = self.label(step)
-        return f"[{self.done}/{len(self.steps)}] {step.source}{label} {seconds:.0f} s{on}\n"
+        line = f"[{self.done}/{len(self.steps)}] {step.source}{label} {seconds:.0f} s{on}\n"
+        return line + (self.keep(step) or "")
 
     def label(self, step: ObjectStep) -> str:
         """` (9.0)`: the archs of a GPU source; its variant too where the build has

@@ -382,3 +382,10 @@ def test_kernelnix_build_says_how_many_objects_and_reports_each(
     )
     assert "building '/nix/store/" in done.stderr
     assert "@nix" not in done.stderr
+    # Kept from garbage collection: a later edit still compiles one object.
+    kept = project.path / "result-objects" / CUDA / "fused_scale_cuda" / "kernels.cu.o"
+    assert kept.resolve().name.endswith(f"-fused_scale-{CUDA}-kernels.cu.o")
+    deleted = subprocess.run(
+        ["nix-store", "--delete", str(kept.resolve())], capture_output=True, text=True
+    )
+    assert "since it is still alive" in deleted.stderr

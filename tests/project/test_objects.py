@@ -7,12 +7,16 @@ sandbox): one object and the variant built."""
 from __future__ import annotations
 
 import itertools
+import shutil
+import subprocess
 from pathlib import Path
 
+import pytest
 from paths import TESTS
 
 from kernelnix.project.objects import (
     ObjectProgress,
+    ObjectRoots,
     ObjectStep,
     derivations_to_build,
     object_steps,
@@ -39,6 +43,50 @@ def test_a_finished_object_gets_its_progress_line_and_nix_s_own_lines_stay() -> 
     assert "[1/1] fused_scale_cuda/kernels.cu (8.0 9.0a) 37 s\n" in text
     # Without -L, no build log; nothing of the machine-readable log shows.
     assert "> " not in text and "@nix" not in text
+
+
+def test_each_finished_object_is_kept_and_what_keeping_says_is_shown() -> None:
+    kept: list[ObjectStep] = []
+
+    def keep(step: ObjectStep) -> str:
+        kept.append(step)
+        return "kernelnix: not kept\n"
+
+    progress = ObjectProgress({OBJECT: STEP}, print_logs=False, exists=lambda _: True, keep=keep)
+    assert "s\nkernelnix: not kept\n" in rendered(progress)
+    assert kept == [STEP]
+    missing = ObjectProgress({OBJECT: STEP}, print_logs=False, exists=lambda _: False, keep=keep)
+    rendered(missing)
+    assert kept == [STEP]
+
+
+@pytest.mark.skipif(shutil.which("nix-store") is None, reason="needs Nix")
+def test_a_kept_object_survives_its_deletion_until_its_link_goes(tmp_path: Path) -> None:
+    """`nix-store --delete` of one path is a garbage collection of that path."""
+    (tmp_path / "kernels.cu.o").write_bytes(b"object " + str(tmp_path).encode())
+    stored = subprocess.run(
+        ["nix-store", "--add", str(tmp_path / "kernels.cu.o")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    step = ObjectStep("fused_scale_cuda/kernels.cu", VARIANT, stored, "8.0")
+    roots = ObjectRoots(tmp_path / "result-objects")
+    assert roots.keep(step) is None
+    link = tmp_path / "result-objects" / VARIANT / "fused_scale_cuda" / "kernels.cu.o"
+    assert link.resolve() == Path(stored)
+    delete = ["nix-store", "--delete", stored]
+    assert subprocess.run(delete, capture_output=True, text=True).returncode != 0
+    link.unlink()
+    subprocess.run(delete, capture_output=True, text=True, check=True)
+    assert not Path(stored).exists()
+
+
+def test_an_object_nix_refuses_to_keep_is_one_line_naming_it(tmp_path: Path) -> None:
+    step = ObjectStep("csrc/a.cu", VARIANT, "/nix/store/" + "a" * 32 + "-gone.o")
+    said = ObjectRoots(tmp_path / "result-objects").keep(step)
+    assert said is not None and said.startswith("kernelnix: csrc/a.cu not kept from garbage")
+    assert said.endswith("failed\n") and said.count("\n") == 1
 
 
 def test_with_print_logs_the_build_log_is_shown_as_nix_shows_it() -> None:
