@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from kernelnix.cli import command
+from kernelnix.host.header_wheels import lock_header_file
 from kernelnix.host.hermetic_wheels import LOCK_FILE, PYPI_SIMPLE, lock
 from kernelnix.host.host_wheels import (
     DEFAULT_PYTHON_TAGS,
@@ -22,8 +23,8 @@ from kernelnix.host.toolchain_lock import LOCK_FILE as TOOLCHAIN_LOCK_FILE
 from kernelnix.host.toolchain_lock import NPM_REGISTRY, SPEC_FILE, lock_toolchain
 
 # The parts of the wheel lock, in the order they are locked: environments,
-# glibc-target and python-depends write into the file the earlier ones wrote.
-LOCK_PARTS = ("torch", "environments", "glibc-target", "python-depends")
+# glibc-target, python-depends and header-depends write into the file the earlier ones wrote.
+LOCK_PARTS = ("torch", "environments", "glibc-target", "python-depends", "header-depends")
 
 
 @command("lock-wheels")
@@ -75,7 +76,8 @@ LOCK_PARTS = ("torch", "environments", "glibc-target", "python-depends")
     help="Lock this part of the file and keep the others as they are (repeatable; "
     "default: every part): torch (the Torch and loader wheels of the hermetic "
     "toolchain), environments (each build set's Torch, CUDA libraries and nvcc), "
-    "glibc-target (the ziglang wheel of each system's glibc sysroot), python-depends.",
+    "glibc-target (the ziglang wheel of each system's glibc sysroot), python-depends, "
+    "header-depends (the wheels of build.toml's header dependencies: nvidia-cutlass).",
 )
 @click.option(
     "--system",
@@ -84,7 +86,7 @@ LOCK_PARTS = ("torch", "environments", "glibc-target", "python-depends")
     type=click.Choice(LOCK_SYSTEMS),
     default=LOCK_SYSTEMS,
     show_default=True,
-    help="A system whose environments, glibc target and python-depends are locked; "
+    help="A system whose environments, glibc target, python-depends and header-depends are locked; "
     "the other systems' entries stay (repeatable).",
 )
 def lock_wheels(
@@ -131,6 +133,8 @@ def lock_wheels(
         missing.extend(lock_glibc_target_file(lock_file, pypi, log, systems=systems))
     if "python-depends" in wanted:
         missing.extend(lock_python_file(lock_file, pypi, python_tags, log, systems))
+    if "header-depends" in wanted:
+        missing.extend(lock_header_file(lock_file, pypi, log, systems))
     if imports_file is None and lock_file.resolve() == LOCK_FILE.resolve():
         imports_file = IMPORTS_FILE
     if imports_file is not None and wanted & {"torch", "environments"}:

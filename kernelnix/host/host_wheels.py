@@ -449,8 +449,11 @@ def lock_glibc_targets(
 
 def _used_wheels(host: dict[str, Any]) -> set[str]:
     """The wheels the host part names: the environments' (toolkits included),
-    the glibc targets' and the python-depends' (alternatives included)."""
+    the glibc targets', the python-depends' (alternatives included) and the
+    header dependencies' (kernelnix.host.header_wheels)."""
     used = {entry["wheel"] for entry in host.get("glibc-target", {}).values()}
+    for by_key in host.get("header-depends", {}).values():
+        used.update(entry["wheel"] for entry in by_key.values() if "wheel" in entry)
     for kind in ("environments", "python-depends"):
         for by_tag in host.get(kind, {}).values():
             for entries in by_tag.values():

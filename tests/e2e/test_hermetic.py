@@ -7,6 +7,8 @@ too: store paths as builders and on PATH, nothing impure. The other kinds of
 variant, built the same way and held to the same policy: relu-noarch's
 `torch-cpu` (noarch), relu-stable-abi's CPU variant (stable ABI) and
 relu-tvm-ffi's CPU and CUDA variants (tvm-ffi: apache-tvm-ffi, no Torch).
+cute-scale's CUDA variant, a CuTe kernel, on the headers of the locked
+nvidia-cutlass wheel (build.toml's `cutlass_3_8`).
 
 The first run fetches the locked Torch and CUDA wheels into the store.
 """
@@ -60,10 +62,23 @@ TVM_FFI_CUDA = "tvm-ffi01-cu130-x86_64-linux"
 
 
 @pytest.fixture(scope="module")
-def relu(tmp_path_factory: pytest.TempPathFactory) -> Project:
+def clone(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, str]]:
     work = tmp_path_factory.mktemp("hermetic")
     url, env = kernelnix_clone(work, BUILD_SETS)
+    return work, url, env
+
+
+@pytest.fixture(scope="module")
+def relu(clone: tuple[Path, str, dict[str, str]]) -> Project:
+    work, url, env = clone
     return Project(make_project(EXAMPLES / "relu", work / "relu", url, env, HERMETIC), env)
+
+
+@pytest.fixture(scope="module")
+def cute_scale(clone: tuple[Path, str, dict[str, str]]) -> Project:
+    work, url, env = clone
+    path = make_project(EXAMPLES / "cute-scale", work / "cute-scale", url, env, HERMETIC)
+    return Project(path, env)
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +234,35 @@ def test_cpu_and_cuda_variants_build_in_the_sandbox_and_meet_the_policy(relu: Pr
     build_and_check(relu, CPU)
     # The host's Torch is CPU-only: the CUDA variant's import was checked in its build.
     build_and_check(relu, CUDA, "--no-import")
+
+
+def test_a_cutlass_kernel_builds_in_the_sandbox_on_the_locked_wheel_s_headers(
+    cute_scale: Project,
+) -> None:
+    """examples/cute-scale (CuTe, `depends = ["torch", "cutlass_3_8"]`): the sandbox
+    has no CUTLASS but the locked nvidia-cutlass wheel's, which the build names."""
+    build_and_check(cute_scale, CUDA, "--no-import")
+    wheels = evaluate(cute_scale, f"packages.x86_64-linux.{CUDA}.lockedWheels")
+    assert "nvidia_cutlass-3.8.0.0-py3-none-any.whl" in [w["name"] for w in wheels]
+
+
+def test_a_dependency_without_a_locked_wheel_leaves_its_variants_out_saying_why(
+    clone: tuple[Path, str, dict[str, str]], tmp_path: Path
+) -> None:
+    _, url, env = clone
+    example = tmp_path / "example"
+    shutil.copytree(EXAMPLES / "cute-scale", example)
+    toml = example / "build.toml"
+    toml.write_text(toml.read_text().replace('"cutlass_3_8"', '"cutlass_4_0"'))
+    project = Project(make_project(example, tmp_path / "cute-scale", url, env, HERMETIC), env)
+    assert evaluate(project, "variants") == []
+    why = evaluate(project, "notOffered.x86_64-linux")[CUDA]
+    assert why == (
+        "the hermetic toolchain has no wheel of cutlass_4_0: PyPI has no nvidia-cutlass 4.0.* "
+        "wheel (it has 3.3.0.0, 3.4.0.0, 3.4.1.0, 3.5.0.0, 3.5.1.0, 3.6.0.0, 3.7.0.0, "
+        "3.8.0.0, 4.2.0.0); use the host toolchain, with "
+        "KERNELNIX_DEP_CUTLASS_4_0=<its include directory>"
+    )
 
 
 @pytest.mark.parametrize(

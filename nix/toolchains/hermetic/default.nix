@@ -78,8 +78,10 @@ let
     };
 
   # build.toml `depends` that give headers (CUTLASS, ...): the build step finds
-  # them in the build Python's packages or KERNELNIX_DEP_<NAME>, which this
-  # toolchain does not supply yet.
+  # them in KERNELNIX_DEP_<NAME> (kernelnix.compile.dependencies), which this
+  # toolchain points at the include directory of the dependency's locked wheel
+  # (PyPI's nvidia-cutlass: `cutlass_library/source/include`). A dependency
+  # without one (no wheel of its release on PyPI) leaves its variants out.
   headerDependencies =
     (builtins.fromJSON (builtins.readFile (kernelnixSrc + "/kernelnix/data/dependencies.json"))).dependencies;
   headerDependsOf =
@@ -91,6 +93,40 @@ let
         )
       )
     );
+
+  headerEntriesOf = system: variant: wheels.headerEntries system (headerDependsOf variant);
+  headerMissing =
+    system: variant:
+    let
+      missing = builtins.filter (e: e.wheel == null) (headerEntriesOf system variant);
+    in
+    if missing == [ ] then
+      null
+    else
+      "the hermetic toolchain has no wheel of "
+      + builtins.concatStringsSep "; " (map (e: "${e.name}: ${e.why}") missing)
+      + "; use the host toolchain, with "
+      + builtins.concatStringsSep ", " (
+        map (e: "KERNELNIX_DEP_${util.toUpper e.name}=<its include directory>") missing
+      );
+  # KERNELNIX_DEP_<NAME> of each locked header dependency of a variant: its
+  # wheel's include directory. Only where it has some: the others' derivations stay.
+  headerVariables =
+    system: variant:
+    builtins.listToAttrs (
+      map (
+        e:
+        let
+          dependency = headerDependencies.${e.name};
+        in
+        {
+          name = "KERNELNIX_DEP_${util.toUpper e.name}";
+          value = "${wheels.unpacked system e.wheel}/${dependency.python-package}/${dependency.python-include}";
+        }
+      ) (headerLocked system variant)
+    );
+  headerLocked = system: variant: builtins.filter (e: e.wheel != null) (headerEntriesOf system variant);
+  headerWheels = system: variant: map (e: e.wheel) (headerLocked system variant);
 
   # nvcc's steps through the store shell, not /bin/sh (./system-shell.c).
   systemShell =
@@ -122,10 +158,8 @@ let
       "the hermetic toolchain's registry has no tools for ${system} (it has ${
         builtins.concatStringsSep ", " (builtins.attrNames registry.systems)
       })"
-    else if headerDependsOf variant != [ ] then
-      "the hermetic toolchain does not supply header dependencies (${
-        builtins.concatStringsSep ", " (headerDependsOf variant)
-      }) yet; use the host toolchain"
+    else if headerMissing system variant != null then
+      headerMissing system variant
     else if wheels.dependsMissing system tag variant != null then
       wheels.dependsMissing system tag variant
     else if needsWheels variant && wheels.entry tag variant == null then
@@ -170,9 +204,10 @@ let
           CUDAHOSTCXX = t.cxx;
         }
         // (if variant.kind == "noarch" then { } else { glibcTarget = t.glibcTarget; })
-        // (if variant.backend == "cuda" then { LD_PRELOAD = systemShell system; } else { });
+        // (if variant.backend == "cuda" then { LD_PRELOAD = systemShell system; } else { })
+        // headerVariables system variant;
       passthru = wheels.testVariables system tag variant // {
-        lockedWheels = wheels.lockedWheels system tag variant found;
+        lockedWheels = wheels.lockedWheels system tag variant found (headerWheels system variant);
       };
     };
 
@@ -196,7 +231,12 @@ let
       CXX = t.cxx;
       CUDAHOSTCXX = t.cxx;
     }
-    // (if variant == null then { } else wheels.variantVariables system tag variant (wheels.entry tag variant));
+    // (
+      if variant == null then
+        { }
+      else
+        wheels.variantVariables system tag variant (wheels.entry tag variant) // headerVariables system variant
+    );
 in
 {
   name = "hermetic";

@@ -195,7 +195,7 @@ let
         // (if found == null then { } else identity locked.wheelEnv)
         // (if usesTarget variant then { glibcTarget = glibc.target system scriptVariables; } else { });
       passthru = wheels.testVariables system (tag system) variant // {
-        lockedWheels = wheels.lockedWheels system (tag system) variant found;
+        lockedWheels = wheels.lockedWheels system (tag system) variant found [ ];
       };
     };
 in

@@ -224,6 +224,25 @@ rec {
     in
     builtins.genList (i: releaseWheels system tag variant (i + 1)) most;
 
+  # The locked wheels of header dependencies (build.toml `depends`: CUTLASS) for
+  # a system, from the lock's `header-depends` (kernelnix.host.header_wheels): per
+  # name its wheel, or null and why there is none.
+  headerEntries =
+    system: names:
+    map (
+      name:
+      let
+        entry = ((lock.header-depends or { }).${system} or { }).${name} or { };
+      in
+      {
+        inherit name;
+        wheel = entry.wheel or null;
+        why =
+          entry.missing
+            or "the wheel lock has no header-depends entry for it on ${system}; run `kernelnix lock-wheels --only header-depends`";
+      }
+    ) names;
+
   # Unpacked wheels merged into one store path of links: a PYTHONPATH entry.
   merged =
     system: name: names: extra:
@@ -269,10 +288,11 @@ rec {
     if variant.kind != "tvm-ffi" || torch == null then { } else { testEnv = environment system key torch; };
 
   # The locked wheels a variant is built with (its Torch and CUDA toolkit,
-  # `found`, and its python-depends), as the wheel lock records them: the build
-  # provenance names them (kernelnix.publish.provenance).
+  # `found`, its python-depends, and `extra`: the hermetic toolchain's header
+  # dependencies), as the wheel lock records them: the build provenance names
+  # them (kernelnix.publish.provenance).
   lockedWheels =
-    system: tag: variant: found:
+    system: tag: variant: found: extra:
     map (name: {
       inherit name;
       inherit (lock.wheels.${name}) url hash;
@@ -280,6 +300,7 @@ rec {
       builtins.foldl' (names: name: if builtins.elem name names then names else names ++ [ name ]) [ ] (
         (if found == null then [ ] else found.wheels ++ (found.toolkit or [ ]))
         ++ dependsWheels system tag variant
+        ++ extra
       )
     );
 
