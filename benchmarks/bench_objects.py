@@ -266,8 +266,11 @@ def huge_kernel_section(recorded: dict[str, Any], overhead: float) -> str:
         f"(a measured one's time, else its family's mean) longest first on {SLOTS_PER_BUILDER}",
         "slots per builder of this machine's size, plus the configure step and each",
         f"derivation's own cost ({duration(overhead)}, measured); the link and the checks",
-        "are not in it. Neither kernel was built fully here: at two cores, flash-attn3's",
-        "units alone are hours.",
+        "are not in it. Neither kernel has been built fully here yet: flash-attn2 (hermetic",
+        "since its CUTLASS 3.6 comes from the locked nvidia-cutlass wheel) is being built",
+        "through its own flake.nix, object by object, its finished objects rooted, across",
+        "sessions; kernels-community's layer-norm (58 units for 5 archs) was built fully",
+        "that way (docs/performance.md has both).",
         "",
         "| kernel | variant | objects | measured units: CPU time, peak "
         "| predicted wall: builders -> time |",
