@@ -20,6 +20,7 @@ from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import parse_wheel_filename
+from packaging.version import InvalidVersion
 
 from kernelnix.host.host_wheels import (
     DEFAULT_PYTHON_TAGS,
@@ -35,11 +36,13 @@ HEADER_DEPENDS_KEY = "header-depends"
 
 def _releases(resolver: Resolver, wheel: str) -> str:
     """The releases of `wheel` on the index, oldest first: `3.3.0.0, 4.2.0.0`."""
-    versions = {
-        parse_wheel_filename(f.filename)[1]
-        for f in resolver.index(wheel)
-        if f.filename.endswith(".whl")
-    }
+    versions = set()
+    for file in resolver.index(wheel):
+        # A file name that is not a wheel's (an sdist, a mangled upload), as Resolver.best.
+        try:
+            versions.add(parse_wheel_filename(file.filename)[1])
+        except (ValueError, InvalidVersion):
+            continue
     return ", ".join(str(v) for v in sorted(versions)) or "none"
 
 

@@ -23,6 +23,7 @@ PACKAGES = {
         wheel("nvidia-cutlass", "3.8.1.0", "py3-none-any", ["networkx"], HEADER),
         wheel("nvidia-cutlass", "3.6.0.0", "py3-none-any", [], HEADER),
         wheel("nvidia-cutlass", "4.2.0.0", "py3-none-any", [], HEADER),
+        ("nvidia_cutlass-latest-py3-none-any.whl", b"a mangled upload: no version"),
     ],
 }
 
