@@ -106,7 +106,8 @@ def lock_wheels(
     and the loader require, from the locked wheels' metadata.
     Run it in the kernelnix checkout on a machine with network access after
     changing matrix.json, then commit the lock file. Wheels it cannot find are
-    listed and the exit code is 1; what it found is written either way.
+    listed and the exit code is 1; what it found is written either way. A header
+    dependency PyPI has no wheel of is a note: Nix builds fetch its GitHub release.
 
     \b
     Examples:
@@ -133,8 +134,8 @@ def lock_wheels(
         missing.extend(lock_glibc_target_file(lock_file, pypi, log, systems=systems))
     if "python-depends" in wanted:
         missing.extend(lock_python_file(lock_file, pypi, python_tags, log, systems))
-    if "header-depends" in wanted:
-        missing.extend(lock_header_file(lock_file, pypi, log, systems))
+    # A header dependency without a wheel is fetched from its release instead.
+    notes = lock_header_file(lock_file, pypi, log, systems) if "header-depends" in wanted else []
     if imports_file is None and lock_file.resolve() == LOCK_FILE.resolve():
         imports_file = IMPORTS_FILE
     if imports_file is not None and wanted & {"torch", "environments"}:
@@ -142,6 +143,8 @@ def lock_wheels(
     for name in locked:
         click.echo(f"locked {name}")
     click.echo(f"wrote {lock_file} ({len(locked)} locked, {len(kept)} kept)")
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
     if missing:
         for name in missing:
             click.echo(f"not found: {name}", err=True)

@@ -9,8 +9,9 @@ the major.minor it names (`cutlass_3_8` -> nvidia-cutlass 3.8.*), per system:
 
 The wheels are pure (`py3-none-any`), so every system locks the same file; the
 entry is per system like the lock's other parts. A dependency PyPI has no wheel
-of (CUTLASS 4.0) is `missing`, with the releases it has: the hermetic toolchain
-leaves out the variants that need it, saying so (nix/toolchains/hermetic).
+of (CUTLASS 4.0) is `missing`, with the releases it has: a Nix build then fetches
+the GitHub release dependencies.json pins (nix/toolchains/host/header-depends.nix),
+so it is a note, not a failure of `lock-wheels`.
 """
 
 from __future__ import annotations
@@ -82,14 +83,17 @@ def lock_header_file(
     path: Path, pypi: str, log: Callable[[str], None], systems: Iterable[str] = LOCK_SYSTEMS
 ) -> list[str]:
     """Lock the header dependencies' wheels of `systems` into the lock file at
-    `path`; those PyPI has no wheel of, with why (one line each)."""
+    `path`; those PyPI has no wheel of, with why and what Nix builds take instead
+    (one line each)."""
     systems = tuple(systems)
     resolver = Resolver(pypi, log)
     part = lock_header_depends(resolver, systems)
     update_host_part(path, {HEADER_DEPENDS_KEY: part}, systems, resolver)
+    known = header_dependencies()
     return sorted(
         {
-            f"header-depends {key}: {entry['missing']}"
+            f"header-depends {key}: {entry['missing']}; Nix builds fetch its release, "
+            f"{known[key].release.describe()}"
             for by_key in part.values()
             for key, entry in by_key.items()
             if "missing" in entry

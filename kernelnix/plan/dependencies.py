@@ -17,6 +17,19 @@ from kernelnix.core.version import Version
 
 
 @dataclass(frozen=True)
+class Release:
+    """The GitHub release kernel-builder fetches a dependency from, which a Nix build
+    fetches where the lock has no wheel of it (nix/toolchains/host/header-depends.nix)."""
+
+    owner: str
+    repo: str
+    tag: str
+
+    def describe(self) -> str:
+        return f"{self.owner}/{self.repo} {self.tag}"
+
+
+@dataclass(frozen=True)
 class HeaderDependency:
     """A `depends` entry that puts an include directory on a kernel's sources."""
 
@@ -27,6 +40,7 @@ class HeaderDependency:
     python_package: str | None  # cutlass_library: where a pip package ships the headers
     python_include: str | None  # source/include, under that package
     wheel: str | None  # nvidia-cutlass: that package on PyPI
+    release: Release
     # Directories relative to the include directory, added after it where they exist:
     # CUTLASS's ../tools/util/include (cutlass/util/), beside include/ in its source
     # tree and its pip wheel, inside include/ once CUTLASS is installed.
@@ -48,6 +62,9 @@ def header_dependencies() -> dict[str, HeaderDependency]:
             python_package=entry.get("python-package"),
             python_include=entry.get("python-include"),
             wheel=entry.get("wheel"),
+            release=Release(
+                entry["release"]["owner"], entry["release"]["repo"], entry["release"]["tag"]
+            ),
             extra_includes=tuple(entry.get("extra-includes", ())),
         )
         for key, entry in json.loads(text)["dependencies"].items()

@@ -4,7 +4,7 @@ Each variant's metadata.json gets `provenance.slsa`: an in-toto statement of
 SLSA build provenance v1 (kernelnix.plan.metadata.SlsaStatement). What Nix
 knows when it evaluates the flake (the variant's derivation, Nix's version,
 the kernelnix the kernel's flake.lock pins, the toolchain lock's digest, the
-locked wheels the variant was built with, the source commit) reaches the
+locked wheels and release archives the variant was built with, the source commit) reaches the
 bundle's step as JSON (`BuildFacts`); the step adds what only the built files
 say, their sha256, and writes the statement. A variant's own derivation never
 records any of it: its bytes stay the same whatever Nix, machine or repository
@@ -47,6 +47,8 @@ from kernelnix.plan.metadata import (
 class VariantFacts:
     derivation: str
     wheels: tuple[ResourceDescriptor, ...]
+    # Header dependencies fetched from their GitHub release (no wheel locked).
+    archives: tuple[ResourceDescriptor, ...]
 
 
 @dataclass(frozen=True)
@@ -75,17 +77,24 @@ class BuildFacts:
             variants={
                 name: VariantFacts(
                     facts["derivation"],
-                    tuple(_wheel(wheel) for wheel in facts["wheels"]),
+                    tuple(_locked(wheel, "sha256") for wheel in facts["wheels"]),
+                    tuple(_locked(archive, NAR_DIGEST) for archive in facts["archives"]),
                 )
                 for name, facts in data["variants"].items()
             },
         )
 
 
-def _wheel(entry: dict[str, str]) -> ResourceDescriptor:
-    """A locked wheel (`hash`: SRI sha256, as the lock writes it) as a dependency."""
-    algorithm, _, value = entry["hash"].partition("-")
-    digest = {algorithm: base64.b64decode(value).hex()}
+# A release archive's hash is of its unpacked tree (the NAR Nix hashes), not of
+# the file at its URL: a digest name of its own says so.
+NAR_DIGEST = "nixNarSha256"
+
+
+def _locked(entry: dict[str, str], digest_name: str) -> ResourceDescriptor:
+    """A locked download (`hash`: SRI sha256, as the locks write it) as a dependency,
+    its digest under `digest_name`."""
+    _, _, value = entry["hash"].partition("-")
+    digest = {digest_name: base64.b64decode(value).hex()}
     return ResourceDescriptor(name=entry["name"], uri=entry["url"], digest=digest)
 
 
@@ -102,7 +111,7 @@ def statement(variant_dir: Path, name: str, facts: BuildFacts) -> SlsaStatement:
     dependencies = [facts.kernelnix]
     if facts.toolchain_lock is not None:
         dependencies.append(facts.toolchain_lock)
-    dependencies += variant.wheels
+    dependencies += variant.wheels + variant.archives
     return SlsaStatement(
         subject=subjects(variant_dir),
         predicate=SlsaPredicate(

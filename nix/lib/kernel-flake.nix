@@ -299,6 +299,7 @@ let
             # The derivation's path as text: the bundle does not depend on it.
             derivation = builtins.unsafeDiscardStringContext variants.${name}.drvPath;
             wheels = variants.${name}.lockedWheels or [ ];
+            archives = variants.${name}.lockedArchives or [ ];
           });
         };
       bundleOf =

@@ -8,7 +8,8 @@ variant, built the same way and held to the same policy: relu-noarch's
 `torch-cpu` (noarch), relu-stable-abi's CPU variant (stable ABI) and
 relu-tvm-ffi's CPU and CUDA variants (tvm-ffi: apache-tvm-ffi, no Torch).
 cute-scale's CUDA variant, a CuTe kernel, on the headers of the locked
-nvidia-cutlass wheel (build.toml's `cutlass_3_8`).
+nvidia-cutlass wheel (build.toml's `cutlass_3_8`); a dependency PyPI has no wheel
+of (`cutlass_4_0`) from the GitHub release dependencies.json pins.
 
 The first run fetches the locked Torch and CUDA wheels into the store.
 """
@@ -246,23 +247,95 @@ def test_a_cutlass_kernel_builds_in_the_sandbox_on_the_locked_wheel_s_headers(
     assert "nvidia_cutlass-3.8.0.0-py3-none-any.whl" in [w["name"] for w in wheels]
 
 
-def test_a_dependency_without_a_locked_wheel_leaves_its_variants_out_saying_why(
+RELEASE_URL = "https://github.com/NVIDIA/cutlass/archive/refs/tags/v4.0.0.tar.gz"
+
+
+def test_a_dependency_without_a_locked_wheel_is_fetched_from_its_pinned_release(
     clone: tuple[Path, str, dict[str, str]], tmp_path: Path
 ) -> None:
+    """cute-scale on `cutlass_4_0`, which PyPI has no wheel of: the variant is offered
+    and its derivation takes the GitHub release dependencies.json pins. Without
+    network the evaluation fails naming that URL; with network the fetched tree is
+    CUTLASS 4.0, which proves the pinned hash."""
     _, url, env = clone
     example = tmp_path / "example"
     shutil.copytree(EXAMPLES / "cute-scale", example)
     toml = example / "build.toml"
     toml.write_text(toml.read_text().replace('"cutlass_3_8"', '"cutlass_4_0"'))
     project = Project(make_project(example, tmp_path / "cute-scale", url, env, HERMETIC), env)
-    assert evaluate(project, "variants") == []
-    why = evaluate(project, "notOffered.x86_64-linux")[CUDA]
-    assert why == (
-        "the hermetic toolchain has no wheel of cutlass_4_0: PyPI has no nvidia-cutlass 4.0.* "
-        "wheel (it has 3.3.0.0, 3.4.0.0, 3.4.1.0, 3.5.0.0, 3.5.1.0, 3.6.0.0, 3.7.0.0, "
-        "3.8.0.0, 4.2.0.0); use the host toolchain, with "
-        "KERNELNIX_DEP_CUTLASS_4_0=<its include directory>"
+    assert evaluate(project, "variants") == [CUDA]
+    assert evaluate(project, f"packages.x86_64-linux.{CUDA}.lockedArchives") == [
+        {
+            "name": "cutlass-v4.0.0.tar.gz",
+            "url": RELEASE_URL,
+            "hash": "sha256-HJY+Go1viPkSVZPEs/NyMtYJzas4mMLiIZF3kNX+WgA=",
+        }
+    ]
+    attribute = f".#packages.x86_64-linux.{CUDA}.KERNELNIX_DEP_CUTLASS_4_0"
+    done = subprocess.run(
+        ["nix", "eval", "--raw", attribute],
+        cwd=project.path, env=project.env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        assert f"unable to download '{RELEASE_URL}'" in done.stderr, done.stderr
+    else:
+        version = (Path(done.stdout) / "cutlass" / "version.h").read_text()
+        assert "#define CUTLASS_MAJOR 4" in version and "#define CUTLASS_MINOR 0" in version
+
+
+def seeded_release(where: Path) -> tuple[str, str]:
+    """A stand-in for a CUTLASS 4.0 release tree (its version header, and a header
+    under tools/util/include), added to the store as Nix's fetch of a release
+    leaves it: `<hash>-source`. Its hash (SRI), which a pin of it names, and its path."""
+    tree = where / "source"
+    (tree / "include" / "cutlass").mkdir(parents=True)
+    (tree / "include" / "cutlass" / "version.h").write_text(
+        "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 0\n#define CUTLASS_PATCH 0\n"
     )
+    util = tree / "tools" / "util" / "include" / "cutlass" / "util"
+    util.mkdir(parents=True)
+    (util / "kernelnix_release.h").write_text("#define KERNELNIX_FROM_THE_RELEASE 1\n")
+    nar = subprocess.run(
+        ["nix", "hash", "path", str(tree)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    path = subprocess.run(
+        ["nix-store", "--add-fixed", "--recursive", "sha256", str(tree)],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    return nar, path
+
+
+def test_a_variant_builds_in_the_sandbox_on_a_release_already_in_the_store(
+    tmp_path: Path,
+) -> None:
+    """A kernelnix whose `cutlass_4_0` pin names a tree the store already holds (a
+    fetch of it done before, or substituted): the sandboxed build fetches nothing
+    and compiles against it, its include directory and tools/util/include."""
+    nar, seeded = seeded_release(tmp_path)
+    work = tmp_path / "work"
+    url, env = kernelnix_clone(work, ("2.13-cpu",))
+    checkout = work / "kernelnix"
+    pins = checkout / "kernelnix" / "data" / "dependencies.json"
+    data = json.loads(pins.read_text())
+    data["dependencies"]["cutlass_4_0"]["release"]["hash"] = nar
+    pins.write_text(json.dumps(data, indent=1) + "\n")
+    subprocess.run(["git", "commit", "-qam", "a pin of the seeded tree"], cwd=checkout, check=True)
+    example = tmp_path / "example"
+    shutil.copytree(EXAMPLES / "relu", example)
+    toml = example / "build.toml"
+    cpu = '[kernel.relu_cpu]\nbackend = "cpu"\ndepends = ["torch"'
+    toml.write_text(toml.read_text().replace(cpu, cpu + ', "cutlass_4_0"'))
+    source = example / "relu_cpu" / "relu_cpu.cpp"
+    source.write_text(
+        "#include <cutlass/version.h>\n#include <cutlass/util/kernelnix_release.h>\n"
+        'static_assert(CUTLASS_MAJOR == 4 && KERNELNIX_FROM_THE_RELEASE, "the release");\n'
+        + source.read_text()
+    )
+    project = Project(make_project(example, tmp_path / "relu", url, env, HERMETIC), env)
+    build_and_check(project, CPU)
+    log = nix(project.path, project.env, "log", f".#{CPU}").stdout
+    found = f"dependency cutlass_4_0: CUTLASS 4 at {seeded}/include (KERNELNIX_DEP_CUTLASS_4_0"
+    assert found in log
 
 
 @pytest.mark.parametrize(

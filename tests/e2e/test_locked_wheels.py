@@ -277,3 +277,26 @@ def test_gpu_check_runs_the_ops_it_can_here(bundle: Bundle, wheel_cache: Path) -
     assert lines[f"{prefix}/{CPU}"].startswith("torch 2.13.0+cu130 on cpu: ok scale_add=")
     assert "sum_squares=" in lines[f"{prefix}/{CPU}"]
     assert lines[f"{prefix}/{CUDA}"] == "torch 2.14.1+cu130 on cuda: loaded; no GPU, ops not run"
+
+
+def test_a_nix_build_takes_cutlass_from_its_locked_wheel_not_the_build_python(
+    tmp_path: Path,
+) -> None:
+    """cute-scale's CUDA variant (`cutlass_3_8`) in the host toolchain: its
+    derivation points KERNELNIX_DEP_CUTLASS_3_8 into the locked nvidia-cutlass
+    wheel, whatever the build Python has installed, and lists the wheel."""
+    url, env = kernelnix_clone(tmp_path, BUILD_SETS)
+    project = make_project(
+        EXAMPLES / "cute-scale", tmp_path / "cute-scale", url, env, ("--no-host-record",)
+    )
+    variant = f"packages.{SYSTEM}.{CUDA}"
+    fields = "v: { inherit (v) KERNELNIX_DEP_CUTLASS_3_8 lockedWheels lockedArchives; }"
+    evaluated = nix(project, env, "eval", "--json", f".#{variant}", "--apply", fields).stdout
+    found = json.loads(evaluated)
+    wheel = "nvidia_cutlass-3.8.0.0-py3-none-any"
+    assert found["KERNELNIX_DEP_CUTLASS_3_8"].startswith("/nix/store/")
+    assert found["KERNELNIX_DEP_CUTLASS_3_8"].endswith(
+        f"-wheel-{wheel}/cutlass_library/source/include"
+    )
+    assert f"{wheel}.whl" in [w["name"] for w in found["lockedWheels"]]
+    assert found["lockedArchives"] == []

@@ -49,6 +49,9 @@ def facts(source_uri: str | None = None, dirty: bool = False) -> BuildFacts:
                     VARIANT: {
                         "derivation": DRV,
                         "wheels": [{"name": "w.whl", "url": "https://pypi/w.whl", "hash": sri}],
+                        "archives": [
+                            {"name": "a.tar.gz", "url": "https://gh/a.tar.gz", "hash": sri}
+                        ],
                     }
                 },
             }
@@ -89,11 +92,17 @@ def test_the_statement_names_the_files_the_inputs_and_the_derivation(variant: Pa
         "variant": VARIANT,
         "toolchain": "hermetic",
     }
-    wheel = definition["resolvedDependencies"][-1]
+    wheel, archive = definition["resolvedDependencies"][-2:]
     assert wheel == {
         "name": "w.whl",
         "uri": "https://pypi/w.whl",
         "digest": {"sha256": hashlib.sha256(WHEEL).hexdigest()},
+    }
+    # A release archive's hash is of its unpacked tree, not of the file at its URL.
+    assert archive == {
+        "name": "a.tar.gz",
+        "uri": "https://gh/a.tar.gz",
+        "digest": {"nixNarSha256": hashlib.sha256(WHEEL).hexdigest()},
     }
 
 

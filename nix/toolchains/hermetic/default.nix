@@ -77,56 +77,16 @@ let
       inherit (t) loader libraries patchelf;
     };
 
-  # build.toml `depends` that give headers (CUTLASS, ...): the build step finds
-  # them in KERNELNIX_DEP_<NAME> (kernelnix.compile.dependencies), which this
-  # toolchain points at the include directory of the dependency's locked wheel
-  # (PyPI's nvidia-cutlass: `cutlass_library/source/include`). A dependency
-  # without one (no wheel of its release on PyPI) leaves its variants out.
-  headerDependencies =
-    (builtins.fromJSON (builtins.readFile (kernelnixSrc + "/kernelnix/data/dependencies.json"))).dependencies;
-  headerDependsOf =
-    variant:
-    util.unique (
-      builtins.filter (name: headerDependencies ? ${name}) (
-        builtins.concatMap (kernel: plan.kernels.${kernel}.depends or [ ]) (
-          builtins.attrNames (variant.compile or { })
-        )
-      )
-    );
-
-  headerEntriesOf = system: variant: wheels.headerEntries system (headerDependsOf variant);
-  headerMissing =
-    system: variant:
-    let
-      missing = builtins.filter (e: e.wheel == null) (headerEntriesOf system variant);
-    in
-    if missing == [ ] then
-      null
-    else
-      "the hermetic toolchain has no wheel of "
-      + builtins.concatStringsSep "; " (map (e: "${e.name}: ${e.why}") missing)
-      + "; use the host toolchain, with "
-      + builtins.concatStringsSep ", " (
-        map (e: "KERNELNIX_DEP_${util.toUpper e.name}=<its include directory>") missing
-      );
-  # KERNELNIX_DEP_<NAME> of each locked header dependency of a variant: its
-  # wheel's include directory. Only where it has some: the others' derivations stay.
-  headerVariables =
-    system: variant:
-    builtins.listToAttrs (
-      map (
-        e:
-        let
-          dependency = headerDependencies.${e.name};
-        in
-        {
-          name = "KERNELNIX_DEP_${util.toUpper e.name}";
-          value = "${wheels.unpacked system e.wheel}/${dependency.python-package}/${dependency.python-include}";
-        }
-      ) (headerLocked system variant)
-    );
-  headerLocked = system: variant: builtins.filter (e: e.wheel != null) (headerEntriesOf system variant);
-  headerWheels = system: variant: map (e: e.wheel) (headerLocked system variant);
+  # build.toml `depends` that give headers (CUTLASS): a locked wheel or the
+  # pinned release (../host/header-depends.nix).
+  headerDepends = import ../host/header-depends.nix {
+    inherit
+      util
+      kernelnixSrc
+      wheels
+      plan
+      ;
+  };
 
   # nvcc's steps through the store shell, not /bin/sh (./system-shell.c).
   systemShell =
@@ -158,8 +118,6 @@ let
       "the hermetic toolchain's registry has no tools for ${system} (it has ${
         builtins.concatStringsSep ", " (builtins.attrNames registry.systems)
       })"
-    else if headerMissing system variant != null then
-      headerMissing system variant
     else if wheels.dependsMissing system tag variant != null then
       wheels.dependsMissing system tag variant
     else if needsWheels variant && wheels.entry tag variant == null then
@@ -205,9 +163,10 @@ let
         }
         // (if variant.kind == "noarch" then { } else { glibcTarget = t.glibcTarget; })
         // (if variant.backend == "cuda" then { LD_PRELOAD = systemShell system; } else { })
-        // headerVariables system variant;
+        // headerDepends.variables system variant;
       passthru = wheels.testVariables system tag variant // {
-        lockedWheels = wheels.lockedWheels system tag variant found (headerWheels system variant);
+        lockedWheels = wheels.lockedWheels system tag variant found (headerDepends.wheelsOf system variant);
+        lockedArchives = headerDepends.archivesOf system variant;
       };
     };
 
@@ -235,7 +194,8 @@ let
       if variant == null then
         { }
       else
-        wheels.variantVariables system tag variant (wheels.entry tag variant) // headerVariables system variant
+        wheels.variantVariables system tag variant (wheels.entry tag variant)
+        // headerDepends.variables system variant
     );
 in
 {

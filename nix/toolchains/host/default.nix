@@ -36,7 +36,8 @@
 #                           # toolchain's tools, for the build provenance
 #   }
 # and each variant's passthru has `lockedWheels`: [ { name; url; hash; } ], the
-# locked wheels it is built with.
+# locked wheels it is built with, and `lockedArchives` (the same shape, `hash`
+# of the unpacked tree): the release archives of its header dependencies.
 { util, kernelnixSrc, ... }:
 {
   path,
@@ -58,6 +59,16 @@ let
     };
   };
   glibc = import ./glibc.nix { inherit kernelnixSrc wheels; };
+  # build.toml `depends` that give headers (CUTLASS): in a Nix build a locked
+  # wheel or the pinned release, never the build Python's (./header-depends.nix).
+  headerDepends = import ./header-depends.nix {
+    inherit
+      util
+      kernelnixSrc
+      wheels
+      plan
+      ;
+  };
   # Publishable: what the glibc target (or no compiler at all) makes, not a darwin
   # build nor one against this machine's glibc (hostGlibc).
   publishable =
@@ -193,9 +204,13 @@ let
         step.env
         // locked
         // (if found == null then { } else identity locked.wheelEnv)
-        // (if usesTarget variant then { glibcTarget = glibc.target system scriptVariables; } else { });
+        // (if usesTarget variant then { glibcTarget = glibc.target system scriptVariables; } else { })
+        // headerDepends.variables system variant;
       passthru = wheels.testVariables system (tag system) variant // {
-        lockedWheels = wheels.lockedWheels system (tag system) variant found [ ];
+        lockedWheels =
+          wheels.lockedWheels system (tag system) variant found
+            (headerDepends.wheelsOf system variant);
+        lockedArchives = headerDepends.archivesOf system variant;
       };
     };
 in

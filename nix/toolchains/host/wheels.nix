@@ -226,22 +226,13 @@ rec {
 
   # The locked wheels of header dependencies (build.toml `depends`: CUTLASS) for
   # a system, from the lock's `header-depends` (kernelnix.host.header_wheels): per
-  # name its wheel, or null and why there is none.
+  # name its wheel, or null (./header-depends.nix then takes its release).
   headerEntries =
     system: names:
-    map (
-      name:
-      let
-        entry = ((lock.header-depends or { }).${system} or { }).${name} or { };
-      in
-      {
-        inherit name;
-        wheel = entry.wheel or null;
-        why =
-          entry.missing
-            or "the wheel lock has no header-depends entry for it on ${system}; run `kernelnix lock-wheels --only header-depends`";
-      }
-    ) names;
+    map (name: {
+      inherit name;
+      wheel = (((lock.header-depends or { }).${system} or { }).${name} or { }).wheel or null;
+    }) names;
 
   # Unpacked wheels merged into one store path of links: a PYTHONPATH entry.
   merged =
@@ -288,8 +279,8 @@ rec {
     if variant.kind != "tvm-ffi" || torch == null then { } else { testEnv = environment system key torch; };
 
   # The locked wheels a variant is built with (its Torch and CUDA toolkit,
-  # `found`, its python-depends, and `extra`: the hermetic toolchain's header
-  # dependencies), as the wheel lock records them: the build provenance names
+  # `found`, its python-depends, and `extra`: its header dependencies' wheels),
+  # as the wheel lock records them: the build provenance names
   # them (kernelnix.publish.provenance).
   lockedWheels =
     system: tag: variant: found: extra:
