@@ -21,6 +21,8 @@ from pathlib import Path
 
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.version import Version
+from kernelnix.host.environments import host_lock
+from kernelnix.host.header_wheels import HEADER_DEPENDS_KEY
 from kernelnix.plan.dependencies import HeaderDependency, header_dependencies
 from kernelnix.plan.model import Plan, PlanVariant
 
@@ -87,17 +89,27 @@ def _python_include(dependency: HeaderDependency) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))) / dependency.python_include
 
 
+def _has_wheel(dependency: HeaderDependency) -> bool:
+    """Whether the wheel lock names a wheel of `dependency` (PyPI has one of its release)."""
+    by_system = host_lock().get(HEADER_DEPENDS_KEY, {})
+    return any("wheel" in entries.get(dependency.key, {}) for entries in by_system.values())
+
+
 def _how_to_provide(dependency: HeaderDependency) -> str:
     wanted = dependency.version.major_minor()
     variable = environment_variable(dependency.key)
-    wheel = (
-        f"`{sys.executable} -m pip install '{dependency.wheel}=={wanted}.*'`, or "
-        if dependency.wheel
-        else ""
-    )
+    if dependency.wheel and _has_wheel(dependency):
+        return (
+            f"install it: `{sys.executable} -m pip install '{dependency.wheel}=={wanted}.*'`, "
+            f"or set {variable}=<the include directory of {dependency.name} {wanted}> "
+            f"(the directory holding {dependency.header})"
+        )
+    # PyPI has no wheel of the release (CUTLASS 4.0): its source release has the headers.
+    release = dependency.release
     return (
-        f"install it: {wheel}set {variable}=<the include directory of {dependency.name} "
-        f"{wanted}> (the directory holding {dependency.header})"
+        f"clone its release: `git clone --depth 1 --branch {release.tag} "
+        f"https://github.com/{release.owner}/{release.repo}`, and set "
+        f"{variable}=<the clone>/include (a Nix build fetches the release itself)"
     )
 
 

@@ -117,6 +117,22 @@ def test_a_missing_dependency_names_the_ways_to_provide_it(
     assert "pip install 'nvidia-cutlass==3.8.*'" in (problem.fix or "")
 
 
+def test_a_release_pypi_has_no_wheel_of_is_provided_from_its_source_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CUTLASS 4.0: the lock has no nvidia-cutlass wheel of it, so the fix is a clone of
+    the release dependencies.json pins, not a pip install that cannot succeed."""
+    monkeypatch.delenv("KERNELNIX_DEP_CUTLASS_4_0", raising=False)
+    with pytest.raises(UserError) as raised:
+        resolve_dependency("cutlass_4_0")
+    (problem,) = raised.value.diagnostics
+    assert problem.fix == (
+        "clone its release: `git clone --depth 1 --branch v4.0.0 "
+        "https://github.com/NVIDIA/cutlass`, and set KERNELNIX_DEP_CUTLASS_4_0=<the clone>/include "
+        "(a Nix build fetches the release itself)"
+    )
+
+
 def test_the_cute_example_needs_cutlass_3_8_in_its_cuda_variants() -> None:
     plan = build_plan(load_config(EXAMPLES / "cute-scale"), PlanOptions(unique_id="deps1"))
     variant = plan.variants["x86_64-linux"]["torch214-cxx11-cu130-x86_64-linux"]
