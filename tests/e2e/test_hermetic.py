@@ -28,7 +28,9 @@ from typing import Any
 
 import pytest
 from nix_projects import kernelnix_clone, make_project, nix
+from nix_remote import serve_directory
 from paths import EXAMPLES, ROOT
+from release_archives import release_archive, stand_in_release, unpacked_hash
 
 from kernelnix.publish.reproduce import compare_variant, report_lines
 
@@ -248,15 +250,16 @@ def test_a_cutlass_kernel_builds_in_the_sandbox_on_the_locked_wheel_s_headers(
 
 
 RELEASE_URL = "https://github.com/NVIDIA/cutlass/archive/refs/tags/v4.0.0.tar.gz"
+RELEASE_HASH = "sha256-HJY+Go1viPkSVZPEs/NyMtYJzas4mMLiIZF3kNX+WgA="
 
 
-def test_a_dependency_without_a_locked_wheel_is_fetched_from_its_pinned_release(
+def test_a_dependency_without_a_locked_wheel_comes_from_its_pinned_release(
     clone: tuple[Path, str, dict[str, str]], tmp_path: Path
 ) -> None:
-    """cute-scale on `cutlass_4_0`, which PyPI has no wheel of: the variant is offered
-    and its derivation takes the GitHub release dependencies.json pins. Without
-    network the evaluation fails naming that URL; with network the fetched tree is
-    CUTLASS 4.0, which proves the pinned hash."""
+    """cute-scale on `cutlass_4_0`, which PyPI has no wheel of: the variant is offered,
+    and its derivation takes the GitHub release dependencies.json pins through a
+    fixed-output derivation named `source`, as kernel-builder's fetchFromGitHub
+    (evaluating it downloads nothing); its provenance lists the archive."""
     _, url, env = clone
     example = tmp_path / "example"
     shutil.copytree(EXAMPLES / "cute-scale", example)
@@ -265,61 +268,27 @@ def test_a_dependency_without_a_locked_wheel_is_fetched_from_its_pinned_release(
     project = Project(make_project(example, tmp_path / "cute-scale", url, env, HERMETIC), env)
     assert evaluate(project, "variants") == [CUDA]
     assert evaluate(project, f"packages.x86_64-linux.{CUDA}.lockedArchives") == [
-        {
-            "name": "cutlass-v4.0.0.tar.gz",
-            "url": RELEASE_URL,
-            "hash": "sha256-HJY+Go1viPkSVZPEs/NyMtYJzas4mMLiIZF3kNX+WgA=",
-        }
+        {"name": "cutlass-v4.0.0.tar.gz", "url": RELEASE_URL, "hash": RELEASE_HASH}
     ]
-    attribute = f".#packages.x86_64-linux.{CUDA}.KERNELNIX_DEP_CUTLASS_4_0"
-    done = subprocess.run(
-        ["nix", "eval", "--raw", attribute],
-        cwd=project.path, env=project.env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        assert f"unable to download '{RELEASE_URL}'" in done.stderr, done.stderr
-    else:
-        version = (Path(done.stdout) / "cutlass" / "version.h").read_text()
-        assert "#define CUTLASS_MAJOR 4" in version and "#define CUTLASS_MINOR 0" in version
+    include = evaluate(project, f"packages.x86_64-linux.{CUDA}.KERNELNIX_DEP_CUTLASS_4_0")
+    assert re.fullmatch(r"/nix/store/[a-z0-9]{32}-source/include", include)
+    graph = derivations(project, CUDA).values()
+    (fetch,) = [d for d in graph if d["env"].get("url") == RELEASE_URL]
+    assert fetch["outputs"]["out"]["path"] == include.removesuffix("/include")
+    assert fetch["outputs"]["out"]["hashAlgo"] == "r:sha256"
+    assert fetch["builder"].startswith("/nix/store/")
 
 
-def seeded_release(where: Path) -> tuple[str, str]:
-    """A stand-in for a CUTLASS 4.0 release tree (its version header, and a header
-    under tools/util/include), added to the store as Nix's fetch of a release
-    leaves it: `<hash>-source`. Its hash (SRI), which a pin of it names, and its path."""
-    tree = where / "source"
-    (tree / "include" / "cutlass").mkdir(parents=True)
-    (tree / "include" / "cutlass" / "version.h").write_text(
-        "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 0\n#define CUTLASS_PATCH 0\n"
-    )
-    util = tree / "tools" / "util" / "include" / "cutlass" / "util"
-    util.mkdir(parents=True)
-    (util / "kernelnix_release.h").write_text("#define KERNELNIX_FROM_THE_RELEASE 1\n")
-    nar = subprocess.run(
-        ["nix", "hash", "path", str(tree)], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    path = subprocess.run(
-        ["nix-store", "--add-fixed", "--recursive", "sha256", str(tree)],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    return nar, path
-
-
-def test_a_variant_builds_in_the_sandbox_on_a_release_already_in_the_store(
-    tmp_path: Path,
-) -> None:
-    """A kernelnix whose `cutlass_4_0` pin names a tree the store already holds (a
-    fetch of it done before, or substituted): the sandboxed build fetches nothing
-    and compiles against it, its include directory and tools/util/include."""
-    nar, seeded = seeded_release(tmp_path)
+def test_a_variant_builds_in_the_sandbox_on_a_release_it_fetches(tmp_path: Path) -> None:
+    """A kernelnix whose `cutlass_4_0` pin names an archive served on 127.0.0.1 (a
+    stand-in release, `git archive`d as GitHub serves one) and the hash Nix's own
+    unpacking gives it: the sandboxed build fetches and unpacks it, and compiles
+    against its include directory and tools/util/include."""
+    served = tmp_path / "served"
+    served.mkdir()
+    release_archive(stand_in_release(tmp_path), served / "v4.0.0.tar.gz")
     work = tmp_path / "work"
     url, env = kernelnix_clone(work, ("2.13-cpu",))
-    checkout = work / "kernelnix"
-    pins = checkout / "kernelnix" / "data" / "dependencies.json"
-    data = json.loads(pins.read_text())
-    data["dependencies"]["cutlass_4_0"]["release"]["hash"] = nar
-    pins.write_text(json.dumps(data, indent=1) + "\n")
-    subprocess.run(["git", "commit", "-qam", "a pin of the seeded tree"], cwd=checkout, check=True)
     example = tmp_path / "example"
     shutil.copytree(EXAMPLES / "relu", example)
     toml = example / "build.toml"
@@ -331,11 +300,24 @@ def test_a_variant_builds_in_the_sandbox_on_a_release_already_in_the_store(
         'static_assert(CUTLASS_MAJOR == 4 && KERNELNIX_FROM_THE_RELEASE, "the release");\n'
         + source.read_text()
     )
-    project = Project(make_project(example, tmp_path / "relu", url, env, HERMETIC), env)
-    build_and_check(project, CPU)
+    with serve_directory(served) as server:
+        archive = f"{server.url}/v4.0.0.tar.gz"
+        pin_release(work / "kernelnix", "cutlass_4_0", archive, unpacked_hash(archive))
+        project = Project(make_project(example, tmp_path / "relu", url, env, HERMETIC), env)
+        build_and_check(project, CPU)
+        assert "/v4.0.0.tar.gz" in server.requests
     log = nix(project.path, project.env, "log", f".#{CPU}").stdout
-    found = f"dependency cutlass_4_0: CUTLASS 4 at {seeded}/include (KERNELNIX_DEP_CUTLASS_4_0"
-    assert found in log
+    assert "dependency cutlass_4_0: CUTLASS 4 at /nix/store/" in log
+    assert "-source/include (KERNELNIX_DEP_CUTLASS_4_0" in log
+
+
+def pin_release(checkout: Path, key: str, url: str, hash: str) -> None:
+    """The kernelnix clone at `checkout` with `key`'s release pinned to `url` and `hash`."""
+    pins = checkout / "kernelnix" / "data" / "dependencies.json"
+    data = json.loads(pins.read_text())
+    data["dependencies"][key]["release"].update(url=url, hash=hash)
+    pins.write_text(json.dumps(data, indent=1) + "\n")
+    subprocess.run(["git", "commit", "-qam", f"{key} pinned to {url}"], cwd=checkout, check=True)
 
 
 @pytest.mark.parametrize(

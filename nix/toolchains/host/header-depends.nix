@@ -5,10 +5,10 @@
 #      `kernelnix lock-wheels --only header-depends`: PyPI's nvidia-cutlass),
 #      unpacked by ./wheels.nix;
 #   2. else the release kernelnix/data/dependencies.json pins (`release`: the
-#      GitHub tag, and the hash of its unpacked tree, the one kernel-builder's
-#      fetchFromGitHub pins), fetched by Nix during evaluation
-#      (builtins.fetchTarball: a fixed output, so a store that already holds
-#      the tree downloads nothing).
+#      GitHub tag's archive, and the hash of its unpacked tree, the one
+#      kernel-builder's fetchFromGitHub pins), fetched by a fixed-output
+#      derivation (./wheels.nix fetchedRelease): evaluation downloads nothing,
+#      and a store or binary cache that holds the tree supplies it.
 #
 # The build step finds it in KERNELNIX_DEP_<NAME> (kernelnix.compile.dependencies),
 # which points at its include directory; a build outside Nix (`kernelnix build
@@ -33,8 +33,7 @@ let
     );
   archiveOf = release: {
     name = "${release.repo}-${release.tag}.tar.gz";
-    url = "https://github.com/${release.owner}/${release.repo}/archive/refs/tags/${release.tag}.tar.gz";
-    inherit (release) hash;
+    inherit (release) url hash;
   };
   # Each header dependency of a variant: its name, include directory, and the
   # locked wheel or the release archive it comes from (one of them null).
@@ -49,12 +48,7 @@ let
           if entry.wheel != null then
             "${wheels.unpacked system entry.wheel}/${dependency.python-package}/${dependency.python-include}"
           else
-            "${
-              builtins.fetchTarball {
-                inherit (archive) url;
-                sha256 = archive.hash;
-              }
-            }/include";
+            "${wheels.fetchedRelease system archive}/include";
       in
       {
         inherit (entry) name wheel;

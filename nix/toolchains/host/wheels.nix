@@ -60,9 +60,35 @@ let
         ];
       }
     );
+  releaseScript = builtins.path {
+    path = kernelnixSrc + "/kernelnix/host/release_archive.py";
+    name = "release_archive.py";
+  };
 in
 rec {
   inherit unpacked;
+
+  # A release archive (`release`: { url; hash; }, hash of the unpacked tree)
+  # fetched and unpacked by a fixed-output derivation. Named `source`, as
+  # nixpkgs' fetchFromGitHub names it: the same hash gives the same store path,
+  # which a binary cache, or a store that fetched it before, supplies.
+  fetchedRelease =
+    system: release:
+    builtins.derivation (
+      toolEnv system
+      // {
+        inherit system releaseScript;
+        inherit (release) url;
+        name = "source";
+        builder = shellFor system;
+        args = [
+          "-c"
+          ''. "$hostEnv" && exec "$KERNELNIX_PYTHON" "$releaseScript" "$url" "$out"''
+        ];
+        outputHashMode = "recursive";
+        outputHash = release.hash;
+      }
+    );
 
   # `2.13-cuda-13`, `2.15-cuda-13.2`: the lock's name of a variant's build set
   # (kernelnix.host.environments.build_set_key).
