@@ -21,8 +21,7 @@ from pathlib import Path
 
 from kernelnix.core.diagnostics import UserError
 from kernelnix.core.version import Version
-from kernelnix.host.environments import host_lock
-from kernelnix.host.header_wheels import HEADER_DEPENDS_KEY
+from kernelnix.host.environments import header_wheel_locked
 from kernelnix.plan.dependencies import HeaderDependency, header_dependencies
 from kernelnix.plan.model import Plan, PlanVariant
 
@@ -89,16 +88,10 @@ def _python_include(dependency: HeaderDependency) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))) / dependency.python_include
 
 
-def _has_wheel(dependency: HeaderDependency) -> bool:
-    """Whether the wheel lock names a wheel of `dependency` (PyPI has one of its release)."""
-    by_system = host_lock().get(HEADER_DEPENDS_KEY, {})
-    return any("wheel" in entries.get(dependency.key, {}) for entries in by_system.values())
-
-
 def _how_to_provide(dependency: HeaderDependency) -> str:
     wanted = dependency.version.major_minor()
     variable = environment_variable(dependency.key)
-    if dependency.wheel and _has_wheel(dependency):
+    if dependency.wheel and header_wheel_locked(dependency.key):
         return (
             f"install it: `{sys.executable} -m pip install '{dependency.wheel}=={wanted}.*'`, "
             f"or set {variable}=<the include directory of {dependency.name} {wanted}> "

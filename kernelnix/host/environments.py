@@ -121,6 +121,17 @@ def host_lock() -> dict[str, Any]:
     return _read_host_lock(lock_file())
 
 
+# The lock's part that names header dependencies' wheels (kernelnix.host.header_wheels).
+HEADER_DEPENDS_KEY = "header-depends"
+
+
+def header_wheel_locked(key: str) -> bool:
+    """Whether the lock names a wheel of header dependency `key` (PyPI has one of its
+    release) for any system."""
+    by_system = host_lock().get(HEADER_DEPENDS_KEY, {})
+    return any("wheel" in entries.get(key, {}) for entries in by_system.values())
+
+
 @cache
 def _read_host_lock(path: Path) -> dict[str, Any]:
     try:

@@ -23,6 +23,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import parse_wheel_filename
 from packaging.version import InvalidVersion
 
+from kernelnix.host.environments import HEADER_DEPENDS_KEY
 from kernelnix.host.host_wheels import (
     DEFAULT_PYTHON_TAGS,
     LOCK_SYSTEMS,
@@ -31,8 +32,6 @@ from kernelnix.host.host_wheels import (
     update_host_part,
 )
 from kernelnix.plan.dependencies import HeaderDependency, header_dependencies
-
-HEADER_DEPENDS_KEY = "header-depends"
 
 
 def _releases(resolver: Resolver, wheel: str) -> str:
