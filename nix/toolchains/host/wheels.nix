@@ -87,6 +87,9 @@ rec {
         ];
         outputHashMode = "recursive";
         outputHash = release.hash;
+        # A download, as Nix's own fetchurl: fetched where the build is asked for,
+        # not by a remote builder.
+        preferLocalBuild = true;
       }
     );
 
