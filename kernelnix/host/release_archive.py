@@ -65,7 +65,15 @@ def main(argv: list[str]) -> None:
         raise SystemExit("usage: release_archive.py URL OUT")
     url, out = argv
     with tempfile.TemporaryDirectory() as work:
-        unpack(download(url, Path(work)), Path(out), Path(work))
+        try:
+            archive = download(url, Path(work))
+        except OSError as error:  # urllib's errors too: no network, 404, a reset
+            raise SystemExit(
+                f"release_archive: cannot download {url}: {error}; build where it can be "
+                "reached, or copy its unpacked tree into this store (`nix copy --from` a "
+                "cache that holds it)"
+            ) from None
+        unpack(archive, Path(out), Path(work))
 
 
 if __name__ == "__main__":

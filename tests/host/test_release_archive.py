@@ -1,7 +1,8 @@
 """kernelnix/host/release_archive.py, the script of the fixed-output derivation that
 fetches a header dependency's release: the tree it unpacks from an archive served on
 127.0.0.1 has the hash Nix's own unpacking gives (what dependencies.json pins, as
-kernel-builder's fetchFromGitHub does); an archive without one top folder is refused."""
+kernel-builder's fetchFromGitHub does); an archive without one top folder, or a
+download that fails, is one line naming it."""
 
 from __future__ import annotations
 
@@ -59,4 +60,16 @@ def test_an_archive_without_one_top_folder_is_refused(tmp_path: Path) -> None:
         done = fetch(f"{server.url}/two.tar.gz", tmp_path / "out")
     assert done.returncode == 1
     assert "expected one top folder in the archive, found a, b" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_download_that_fails_is_one_line_naming_the_url(tmp_path: Path) -> None:
+    served = tmp_path / "served"
+    served.mkdir()
+    with serve_directory(served) as server:
+        url = f"{server.url}/missing.tar.gz"
+        done = fetch(url, tmp_path / "out")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"release_archive: cannot download {url}: HTTP Error 404")
     assert not (tmp_path / "out").exists()
