@@ -311,11 +311,12 @@ def test_a_variant_builds_in_the_sandbox_on_a_release_it_fetches(tmp_path: Path)
     assert "-source/include (KERNELNIX_DEP_CUTLASS_4_0" in log
 
 
-def pin_release(checkout: Path, key: str, url: str, hash: str) -> None:
-    """The kernelnix clone at `checkout` with `key`'s release pinned to `url` and `hash`."""
+def pin_release(checkout: Path, key: str, url: str, tree_hash: str) -> None:
+    """The kernelnix clone at `checkout` with `key`'s release pinned to the archive at
+    `url` and the hash of its unpacked tree."""
     pins = checkout / "kernelnix" / "data" / "dependencies.json"
     data = json.loads(pins.read_text())
-    data["dependencies"][key]["release"].update(url=url, hash=hash)
+    data["dependencies"][key]["release"].update(url=url, hash=tree_hash)
     pins.write_text(json.dumps(data, indent=1) + "\n")
     subprocess.run(["git", "commit", "-qam", f"{key} pinned to {url}"], cwd=checkout, check=True)
 
