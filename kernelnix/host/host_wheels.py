@@ -44,6 +44,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from kernelnix.core.fileio import write_atomic
+from kernelnix.host.environments import HEADER_DEPENDS_KEY
 from kernelnix.host.hermetic_wheels import (
     IndexFile,
     LockResult,
@@ -452,7 +453,7 @@ def _used_wheels(host: dict[str, Any]) -> set[str]:
     the glibc targets', the python-depends' (alternatives included) and the
     header dependencies' (kernelnix.host.header_wheels)."""
     used = {entry["wheel"] for entry in host.get("glibc-target", {}).values()}
-    for by_key in host.get("header-depends", {}).values():
+    for by_key in host.get(HEADER_DEPENDS_KEY, {}).values():
         used.update(entry["wheel"] for entry in by_key.values() if "wheel" in entry)
     for kind in ("environments", "python-depends"):
         for by_tag in host.get(kind, {}).values():
