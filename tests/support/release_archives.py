@@ -25,6 +25,8 @@ def stand_in_release(where: Path) -> Path:
     script.write_text("#!/bin/sh\n")
     script.chmod(0o755)
     (tree / "headers").symlink_to("include")
+    # A tree of its own each time: its store path is new, so a build must fetch it.
+    (tree / "stand-in").write_text(f"{where}\n")
     git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
