@@ -14,9 +14,11 @@ object by object: `--max-jobs 2 --cores 1`, two objects at once):
    against the cold object build of fused-scale (information, no target);
 5. the huge kernels, predicted from benchmarks/data/huge-kernel-samples.json
    (benchmarks/sample_huge.py: real units of flash-attn2 and flash-attn3 compiled
-   one object at a time): one variant's wall time on 1, 2, 8, 16 and 64 builders
-   of this machine's size; target for flash-attn3: 16 builders at least 10 x
-   faster than one.
+   one object at a time) and, where a kernel was built fully,
+   benchmarks/data/huge-kernel-builds.json (benchmarks/record_build.py: every
+   object's time in that build): one variant's wall time on 1, 2, 8, 16 and 64
+   builders of this machine's size; target for flash-attn3: 16 builders at least
+   10 x faster than one.
 
 Cold: the variant, its objects and its configured tree deleted from the store
 before each build; the toolchain and the wheels stay.
@@ -61,6 +63,7 @@ BY_OBJECT = ("--cores", "1", "--max-jobs", "2")
 HERMETIC = ("--toolchain", "hermetic", "--no-host-record")
 GENERATED_SOURCES = 24
 SAMPLES = Path(__file__).resolve().parent / "data" / "huge-kernel-samples.json"
+BUILDS = Path(__file__).resolve().parent / "data" / "huge-kernel-builds.json"
 BUILDERS = (1, 2, 8, 16, 64)
 # This machine's size: objects at once per builder (two cores; the largest
 # sampled object holds about 6 GB of its 24 GB).
@@ -237,13 +240,37 @@ def predicted(times: Sequence[float], builders: int, overhead: float, configure:
     return configure + makespan([t + overhead for t in times], builders * SLOTS_PER_BUILDER)
 
 
-def variant_times(kernel: dict[str, Any]) -> tuple[list[float], int, int]:
-    """Every unit's estimated seconds in the published variant, how many were
-    sampled, and the factor for archs the variant has beyond those sampled
-    (flash-attn2: sampled at one of its 4)."""
-    times, sampled = unit_times(kernel)
+@dataclass(frozen=True)
+class VariantTimes:
+    """Every unit's seconds in a published variant, and where they come from."""
+
+    seconds: list[float]
+    sampled: int  # units measured alone (benchmarks/sample_huge.py)
+    built: int  # units timed in a full build of the variant
+    arch_factor: int  # archs of the variant per arch sampled
+    built_total: float  # the built units' seconds in all
+    estimated_for_built: float  # what the samples estimated for them
+
+
+def variant_times(kernel: dict[str, Any], built: dict[str, float]) -> VariantTimes:
+    """Every unit's seconds in the published variant: its time in a full build of
+    the variant, where one was recorded; else its sampled or estimated time, a
+    CUDA unit's times the variant's archs per arch sampled (flash-attn2: sampled
+    at one of its 4; its C++ units compile once whatever the archs)."""
+    estimates, sampled = unit_times(kernel)
     archs = int(kernel["arch-factor"])
-    return [t * archs for t in times], sampled, archs
+    scaled = {
+        unit: estimate * (archs if unit.endswith(".cu") else 1)
+        for unit, estimate in zip(kernel["units"], estimates, strict=True)
+    }
+    return VariantTimes(
+        seconds=[built.get(unit, estimate) for unit, estimate in scaled.items()],
+        sampled=sampled,
+        built=sum(unit in built for unit in scaled),
+        arch_factor=archs,
+        built_total=sum(built.get(unit, 0.0) for unit in scaled),
+        estimated_for_built=sum(scaled[unit] for unit in scaled if unit in built),
+    )
 
 
 def long_duration(seconds: float) -> str:
@@ -251,9 +278,36 @@ def long_duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
-def huge_kernel_section(recorded: dict[str, Any], overhead: float) -> str:
-    """docs/conformance.md's part on the huge kernels: the measured units and the
-    predicted wall time of one variant."""
+def basis(times: VariantTimes, kernel: dict[str, Any]) -> str:
+    """Where a prediction's unit times come from, in words."""
+    if times.built == len(times.seconds):
+        return f"all {times.built} timed in its full build"
+    scaled = (
+        f", each CUDA unit x {times.arch_factor} for the variant's archs "
+        f"(sampled at {kernel['archs']})"
+        if times.arch_factor > 1
+        else ""
+    )
+    timed = f"{times.built} timed in its full build, " if times.built else ""
+    return f"{timed}{times.sampled} measured alone, the rest from their family's{scaled}"
+
+
+def full_build_lines(name: str, times: VariantTimes, how: str) -> list[str]:
+    """A sentence on a kernel built fully here, against what its samples estimated."""
+    total = times.built_total
+    return [
+        f"{name} was built fully here ({how}): its {times.built} objects took",
+        f"{long_duration(total)} in all, one object to a core; its {times.sampled} samples had",
+        f"estimated {long_duration(times.estimated_for_built)} for them "
+        f"({times.estimated_for_built / total:.2f} x). Its row predicts from the",
+        "build's own times.",
+        "",
+    ]
+
+
+def huge_kernel_section(recorded: dict[str, Any], builds: dict[str, Any], overhead: float) -> str:
+    """docs/conformance.md's part on the huge kernels: the measured units, the full
+    builds and the predicted wall time of one variant."""
     lines = [
         HUGE_BEGIN,
         "## Huge kernels, object by object",
@@ -262,36 +316,48 @@ def huge_kernel_section(recorded: dict[str, Any], overhead: float) -> str:
         "`benchmarks/sample_huge.py` measured (benchmarks/data/huge-kernel-samples.json,",
         f"snapshot {recorded['snapshot']}; {recorded['machine']}): each compiled alone as an",
         "object derivation compiles it (`build-variant --step object`), its CPU time and",
-        "the peak memory of its largest process. The prediction schedules every unit",
-        f"(a measured one's time, else its family's mean) longest first on {SLOTS_PER_BUILDER}",
-        "slots per builder of this machine's size, plus the configure step and each",
-        f"derivation's own cost ({duration(overhead)}, measured); the link and the checks",
-        "are not in it. Neither kernel has been built fully here yet: flash-attn2 (hermetic",
-        "since its CUTLASS 3.6 comes from the locked nvidia-cutlass wheel) is being built",
-        "through its own flake.nix, object by object, its finished objects rooted, across",
-        "sessions; kernels-community's layer-norm (58 units for 5 archs) was built fully",
-        "that way (docs/performance.md has both).",
+        "the peak memory of its largest process; and from the full builds",
+        "`benchmarks/record_build.py` recorded (benchmarks/data/huge-kernel-builds.json).",
+        "The prediction schedules every unit (its time in a full build, else its",
+        f"measured time, else its family's mean) longest first on {SLOTS_PER_BUILDER} slots per",
+        "builder of this machine's size, plus the configure step and each derivation's",
+        f"own cost ({duration(overhead)}, measured); the link and the checks are not in it.",
+        "kernels-community's layer-norm (58 units for 5 archs) was built fully object by",
+        "object too (docs/performance.md).",
         "",
-        "| kernel | variant | objects | measured units: CPU time, peak "
-        "| predicted wall: builders -> time |",
-        "|---|---|---|---|---|",
     ]
+    rows = []
     for name, kernel in sorted(recorded["kernels"].items()):
-        times, sampled, archs = variant_times(kernel)
+        build = builds.get(name, {"how": "", "objects": {}})
+        times = variant_times(kernel, build["objects"])
+        if times.built:
+            lines += full_build_lines(name, times, build["how"])
         configure = float(kernel["configure-cpu-seconds"])
         walls = ", ".join(
-            f"{b}: {long_duration(predicted(times, b, overhead, configure))}" for b in BUILDERS
+            f"{b}: {long_duration(predicted(times.seconds, b, overhead, configure))}"
+            for b in BUILDERS
         )
         units = "; ".join(
             f"`{Path(s['source']).name}` {s['cpu-seconds']:.0f} s, {s['peak-mib']} MiB"
             for s in kernel["samples"]
         )
-        scaled = f" (sampled at {kernel['archs']}; x {archs} for its archs)" if archs > 1 else ""
-        lines.append(
-            f"| {name} | `{kernel['variant']}`{scaled} | {len(times)} ({sampled} measured) "
+        rows.append(
+            f"| {name} | `{kernel['variant']}` | {len(times.seconds)} ({basis(times, kernel)}) "
             f"| {units} | {walls} |"
         )
-    return "\n".join([*lines, HUGE_END]) + "\n"
+    return (
+        "\n".join(
+            [
+                *lines,
+                "| kernel | variant | objects (unit times) | measured units: CPU time, peak "
+                "| predicted wall: builders -> time |",
+                "|---|---|---|---|---|",
+                *rows,
+                HUGE_END,
+            ]
+        )
+        + "\n"
+    )
 
 
 def write_huge_section(section: str, path: Path = TABLE) -> None:
@@ -306,33 +372,28 @@ def huge_kernel_figures(overhead: float) -> list[Figure]:
     if not SAMPLES.exists():
         raise Unavailable(f"no {SAMPLES.name}: run benchmarks/sample_huge.py")
     recorded = json.loads(SAMPLES.read_text())
-    write_huge_section(huge_kernel_section(recorded, overhead))
+    builds = json.loads(BUILDS.read_text()) if BUILDS.exists() else {}
+    write_huge_section(huge_kernel_section(recorded, builds, overhead))
     figures = []
     for name, kernel in sorted(recorded["kernels"].items()):
-        times, sampled, archs = variant_times(kernel)
+        times = variant_times(kernel, builds.get(name, {}).get("objects", {}))
         configure = float(kernel["configure-cpu-seconds"])
-        walls = {b: predicted(times, b, overhead, configure) for b in BUILDERS}
+        walls = {b: predicted(times.seconds, b, overhead, configure) for b in BUILDERS}
         spread = ", ".join(f"{b}: {duration(walls[b])}" for b in BUILDERS)
         peak = max(s["peak-mib"] for s in kernel["samples"])
-        scaled = (
-            f", each x {archs} for the variant's archs (sampled at {kernel['archs']})"
-            if archs > 1
-            else ""
-        )
         figures.append(
             Figure(
-                name=f"{name} ({kernel['variant']}, {len(times)} objects), predicted on 16 "
-                "builders of this machine's size",
+                name=f"{name} ({kernel['variant']}, {len(times.seconds)} objects), predicted "
+                "on 16 builders of this machine's size",
                 seconds=walls[16],
                 baseline="on 1 builder",
                 baseline_seconds=walls[1],
                 target=0.1 if name == "flash-attn3" else None,
                 target_text="at least 10 x faster" if name == "flash-attn3" else "",
-                detail=f"builders -> wall: {spread}; {sampled} units measured alone "
-                f"(CPU time), the rest from their family's{scaled}; {SLOTS_PER_BUILDER} "
-                f"objects at a time per builder (largest peak {peak} MiB); configure "
-                f"{duration(configure)} and {duration(overhead)} per derivation included, "
-                "the link and the checks not",
+                detail=f"builders -> wall: {spread}; unit times: {basis(times, kernel)}; "
+                f"{SLOTS_PER_BUILDER} objects at a time per builder (largest peak {peak} "
+                f"MiB); configure {duration(configure)} and {duration(overhead)} per "
+                "derivation included, the link and the checks not",
             )
         )
     return figures

@@ -1,5 +1,6 @@
 """benchmarks/bench_objects.py's prediction of the huge kernels without building
-anything: a unit's family, the estimate of an unsampled unit, and the schedule."""
+anything: a unit's family, the estimate of an unsampled unit, a full build's
+times in place of estimates, and the schedule."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from paths import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_objects import family, makespan, predicted, unit_times
+from bench_objects import basis, family, makespan, predicted, unit_times, variant_times
 
 
 def test_a_unit_s_family_is_its_direction_head_dimension_and_arch() -> None:
@@ -51,3 +52,37 @@ def test_a_prediction_adds_the_configure_step_and_each_derivation_s_cost(builder
     times = [60.0] * 64
     slots = 2 * builders
     assert predicted(times, builders, 1.0, 30.0) == 30.0 + 61.0 * -(-64 // slots)
+
+
+FA2_LIKE = {
+    "archs": "9.0",
+    "arch-factor": 4,
+    "units": [
+        "a/flash_api.cpp",
+        "a/flash_bwd_hdim64_fp16_sm80.cu",
+        "a/flash_fwd_hdim64_fp16_sm80.cu",
+    ],
+    "samples": [
+        {"source": "a/flash_api.cpp", "cpu-seconds": 10.0},
+        {"source": "a/flash_bwd_hdim64_fp16_sm80.cu", "cpu-seconds": 100.0},
+        {"source": "a/flash_fwd_hdim64_fp16_sm80.cu", "cpu-seconds": 50.0},
+    ],
+}
+
+
+def test_only_cuda_units_are_counted_once_per_arch_of_the_variant() -> None:
+    times = variant_times(FA2_LIKE, {})
+    assert times.seconds == [10.0, 400.0, 200.0]
+    assert basis(times, FA2_LIKE).endswith(
+        "each CUDA unit x 4 for the variant's archs (sampled at 9.0)"
+    )
+
+
+def test_a_full_build_s_times_replace_the_estimates_and_are_set_against_them() -> None:
+    built = {"a/flash_bwd_hdim64_fp16_sm80.cu": 300.0}
+    times = variant_times(FA2_LIKE, built)
+    assert times.seconds == [10.0, 300.0, 200.0]
+    assert (times.built, times.built_total, times.estimated_for_built) == (1, 300.0, 400.0)
+    assert basis(times, FA2_LIKE).startswith("1 timed in its full build, 3 measured alone")
+    every = variant_times(FA2_LIKE, dict.fromkeys(FA2_LIKE["units"], 5.0))
+    assert basis(every, FA2_LIKE) == "all 3 timed in its full build"
