@@ -36,6 +36,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import textwrap
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -293,16 +294,17 @@ def basis(times: VariantTimes, kernel: dict[str, Any]) -> str:
 
 
 def full_build_lines(name: str, times: VariantTimes, how: str) -> list[str]:
-    """A sentence on a kernel built fully here, against what its samples estimated."""
+    """A paragraph on a kernel built fully here, against what its samples estimated."""
     total = times.built_total
-    return [
-        f"{name} was built fully here ({how}): its {times.built} objects took",
-        f"{long_duration(total)} in all, one object to a core; its {times.sampled} samples had",
-        f"estimated {long_duration(times.estimated_for_built)} for them "
-        f"({times.estimated_for_built / total:.2f} x). Its row predicts from the",
-        "build's own times.",
-        "",
-    ]
+    text = (
+        f"{name} was built fully here ({how}): its {times.built} objects took "
+        f"{long_duration(total)} in all, one object to a core; its {times.sampled} samples "
+        f"had estimated {long_duration(times.estimated_for_built)} for them "
+        f"({times.estimated_for_built / total:.2f} x). Its row predicts from the build's "
+        "own times."
+    )
+    wrapped = textwrap.fill(text, width=84, break_long_words=False, break_on_hyphens=False)
+    return [*wrapped.splitlines(), ""]
 
 
 def huge_kernel_section(recorded: dict[str, Any], builds: dict[str, Any], overhead: float) -> str:
@@ -341,8 +343,10 @@ def huge_kernel_section(recorded: dict[str, Any], builds: dict[str, Any], overhe
             f"`{Path(s['source']).name}` {s['cpu-seconds']:.0f} s, {s['peak-mib']} MiB"
             for s in kernel["samples"]
         )
+        sampled_at = f" (samples at {kernel['archs']})" if times.arch_factor > 1 else ""
         rows.append(
-            f"| {name} | `{kernel['variant']}` | {len(times.seconds)} ({basis(times, kernel)}) "
+            f"| {name} | `{kernel['variant']}`{sampled_at} | {len(times.seconds)} "
+            f"({basis(times, kernel)}) "
             f"| {units} | {walls} |"
         )
     return (
