@@ -31,7 +31,7 @@ from kernelnix.config.editions.probe import (
     upgrade_document,
 )
 from kernelnix.config.issues import EXPECTED, Issue, field_for_key, issues_of
-from kernelnix.config.locate import KeyPath, key_lines, line_of
+from kernelnix.config.locate import KeyPath, key_lines, line_of, toml_lines
 from kernelnix.config.model import FRAMEWORKS, KERNEL_MODELS, BuildConfig
 from kernelnix.config.paths import ProjectFiles, declared_lists
 from kernelnix.config.tables import BuildDocument
@@ -114,7 +114,7 @@ class _Reporter:
 
     def source_line(self, key: KeyPath) -> str:
         line = line_of(self.positions, key)
-        return self.text.splitlines()[line - 1] if line else ""
+        return toml_lines(self.text)[line - 1] if line else ""
 
 
 def build_toml_path(directory: Path) -> Path:
@@ -155,7 +155,7 @@ def read_build_toml(path: Path) -> tuple[str, dict[str, Any]]:
     except toml_parser.TOMLDecodeError as exc:
         message = str(exc)
         match = re.search(r"\(at line (\d+), column (\d+)\)", message)
-        error_line = int(match.group(1)) if match else len(text.splitlines()) or None
+        error_line = int(match.group(1)) if match else len(toml_lines(text)) or None
         reason = message[: match.start()].strip() if match else message
         column = f", column {match.group(2)}" if match else ""
         raise UserError.single(

@@ -133,13 +133,20 @@ class _ArrayScanner:
         self.expect_element = False
 
 
+def toml_lines(text: str) -> list[str]:
+    """`text`'s lines as TOML counts them: only LF (or CRLF) ends a line, where
+    str.splitlines also breaks at characters TOML allows in keys and strings
+    (U+0085, U+2028, form feed...), which would shift every line after them."""
+    return [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")] if text else []
+
+
 def key_lines(text: str) -> dict[KeyPath, int]:
     """Map every table, key and array element found in `text` to its 1-based line."""
     positions: dict[KeyPath, int] = {}
     table: KeyPath = ()
     array_tables: dict[KeyPath, int] = {}
     scanner: _ArrayScanner | None = None
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    for line_no, line in enumerate(toml_lines(text), start=1):
         if scanner is not None:
             if scanner.feed(line, line_no, positions):
                 scanner = None
