@@ -987,7 +987,8 @@ def test_line_breaks_of_unicode_inside_keys_and_strings_do_not_shift_lines(
 ) -> None:
     # TOML ends a line only at LF; U+0085 and U+2028 are characters of a key or
     # a string (Python's splitlines breaks at both).
-    text = GENERAL + TORCH + '\n[kernel."\u0085"]\nbackend = "cpu"\n# \u2028 \u0085\ndepends = []\nsrc = 1\n'
+    kernel = '\n[kernel."\u0085"]\nbackend = "cpu"\n# \u2028 \u0085\ndepends = []\nsrc = 1\n'
+    text = GENERAL + TORCH + kernel
     error = one_error(tmp_path, text)
     assert (error.key, error.line) == ('kernel."\\u0085".src', 15)
 
