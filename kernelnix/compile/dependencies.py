@@ -102,7 +102,7 @@ def _how_to_provide(dependency: HeaderDependency) -> str:
     return (
         f"clone its release: `git clone --depth 1 --branch {release.tag} "
         f"https://github.com/{release.owner}/{release.repo}`, and set "
-        f"{variable}=<the clone>/include (a Nix build fetches the release itself)"
+        f"{variable}=<the clone>/{release.include} (a Nix build fetches the release itself)"
     )
 
 

@@ -24,6 +24,7 @@ class Release:
     owner: str
     repo: str
     tag: str
+    include: str  # the include directory, relative to the release's top folder
 
     def describe(self) -> str:
         return f"{self.owner}/{self.repo} {self.tag}"
@@ -63,7 +64,10 @@ def header_dependencies() -> dict[str, HeaderDependency]:
             python_include=entry.get("python-include"),
             wheel=entry.get("wheel"),
             release=Release(
-                entry["release"]["owner"], entry["release"]["repo"], entry["release"]["tag"]
+                entry["release"]["owner"],
+                entry["release"]["repo"],
+                entry["release"]["tag"],
+                entry["release"]["include"],
             ),
             extra_includes=tuple(entry.get("extra-includes", ())),
         )

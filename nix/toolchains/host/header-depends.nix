@@ -48,7 +48,7 @@ let
           if entry.wheel != null then
             "${wheels.unpacked system entry.wheel}/${dependency.python-package}/${dependency.python-include}"
           else
-            "${wheels.fetchedRelease system archive}/include";
+            "${wheels.fetchedRelease system archive}/${dependency.release.include}";
       in
       {
         inherit (entry) name wheel;
