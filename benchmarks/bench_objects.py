@@ -307,7 +307,36 @@ def full_build_lines(name: str, times: VariantTimes, how: str) -> list[str]:
     return [*wrapped.splitlines(), ""]
 
 
-def huge_kernel_section(recorded: dict[str, Any], builds: dict[str, Any], overhead: float) -> str:
+@dataclass(frozen=True)
+class Prediction:
+    """One huge kernel's variant: its unit times and its wall time per builder count."""
+
+    name: str
+    kernel: dict[str, Any]  # its entry in huge-kernel-samples.json
+    how: str  # how its full build ran ("": none recorded)
+    times: VariantTimes
+    configure: float
+    walls: dict[int, float]  # builders -> seconds
+
+
+def predictions(
+    recorded: dict[str, Any], builds: dict[str, Any], overhead: float
+) -> list[Prediction]:
+    """Every sampled kernel's prediction, from its full build's times where one was
+    recorded."""
+    made = []
+    for name, kernel in sorted(recorded["kernels"].items()):
+        build = builds.get(name, {"how": "", "objects": {}})
+        times = variant_times(kernel, build["objects"])
+        configure = float(kernel["configure-cpu-seconds"])
+        walls = {b: predicted(times.seconds, b, overhead, configure) for b in BUILDERS}
+        made.append(Prediction(name, kernel, build["how"], times, configure, walls))
+    return made
+
+
+def huge_kernel_section(
+    recorded: dict[str, Any], predicted_kernels: list[Prediction], overhead: float
+) -> str:
     """docs/conformance.md's part on the huge kernels: the measured units, the full
     builds and the predicted wall time of one variant."""
     lines = [
@@ -329,23 +358,18 @@ def huge_kernel_section(recorded: dict[str, Any], builds: dict[str, Any], overhe
         "",
     ]
     rows = []
-    for name, kernel in sorted(recorded["kernels"].items()):
-        build = builds.get(name, {"how": "", "objects": {}})
-        times = variant_times(kernel, build["objects"])
+    for one in predicted_kernels:
+        times, kernel = one.times, one.kernel
         if times.built:
-            lines += full_build_lines(name, times, build["how"])
-        configure = float(kernel["configure-cpu-seconds"])
-        walls = ", ".join(
-            f"{b}: {long_duration(predicted(times.seconds, b, overhead, configure))}"
-            for b in BUILDERS
-        )
+            lines += full_build_lines(one.name, times, one.how)
+        walls = ", ".join(f"{b}: {long_duration(one.walls[b])}" for b in BUILDERS)
         units = "; ".join(
             f"`{Path(s['source']).name}` {s['cpu-seconds']:.0f} s, {s['peak-mib']} MiB"
             for s in kernel["samples"]
         )
         sampled_at = f" (samples at {kernel['archs']})" if times.arch_factor > 1 else ""
         rows.append(
-            f"| {name} | `{kernel['variant']}`{sampled_at} | {len(times.seconds)} "
+            f"| {one.name} | `{kernel['variant']}`{sampled_at} | {len(times.seconds)} "
             f"({basis(times, kernel)}) "
             f"| {units} | {walls} |"
         )
@@ -377,26 +401,25 @@ def huge_kernel_figures(overhead: float) -> list[Figure]:
         raise Unavailable(f"no {SAMPLES.name}: run benchmarks/sample_huge.py")
     recorded = json.loads(SAMPLES.read_text())
     builds = json.loads(BUILDS.read_text()) if BUILDS.exists() else {}
-    write_huge_section(huge_kernel_section(recorded, builds, overhead))
+    predicted_kernels = predictions(recorded, builds, overhead)
+    write_huge_section(huge_kernel_section(recorded, predicted_kernels, overhead))
     figures = []
-    for name, kernel in sorted(recorded["kernels"].items()):
-        times = variant_times(kernel, builds.get(name, {}).get("objects", {}))
-        configure = float(kernel["configure-cpu-seconds"])
-        walls = {b: predicted(times.seconds, b, overhead, configure) for b in BUILDERS}
-        spread = ", ".join(f"{b}: {duration(walls[b])}" for b in BUILDERS)
-        peak = max(s["peak-mib"] for s in kernel["samples"])
+    for one in predicted_kernels:
+        spread = ", ".join(f"{b}: {duration(one.walls[b])}" for b in BUILDERS)
+        peak = max(s["peak-mib"] for s in one.kernel["samples"])
+        target = one.name == "flash-attn3"
         figures.append(
             Figure(
-                name=f"{name} ({kernel['variant']}, {len(times.seconds)} objects), predicted "
-                "on 16 builders of this machine's size",
-                seconds=walls[16],
+                name=f"{one.name} ({one.kernel['variant']}, {len(one.times.seconds)} objects), "
+                "predicted on 16 builders of this machine's size",
+                seconds=one.walls[16],
                 baseline="on 1 builder",
-                baseline_seconds=walls[1],
-                target=0.1 if name == "flash-attn3" else None,
-                target_text="at least 10 x faster" if name == "flash-attn3" else "",
-                detail=f"builders -> wall: {spread}; unit times: {basis(times, kernel)}; "
+                baseline_seconds=one.walls[1],
+                target=0.1 if target else None,
+                target_text="at least 10 x faster" if target else "",
+                detail=f"builders -> wall: {spread}; unit times: {basis(one.times, one.kernel)}; "
                 f"{SLOTS_PER_BUILDER} objects at a time per builder (largest peak {peak} "
-                f"MiB); configure {duration(configure)} and {duration(overhead)} per "
+                f"MiB); configure {duration(one.configure)} and {duration(overhead)} per "
                 "derivation included, the link and the checks not",
             )
         )
