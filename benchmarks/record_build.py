@@ -53,6 +53,8 @@ def main() -> None:
         source, _, seconds = retimed.partition("=")
         if source not in objects:
             parser.error(f"--retimed {retimed}: no object {source} in the logs")
+        if not re.fullmatch(r"\d+(\.\d+)?", seconds):
+            parser.error(f"--retimed {retimed}: SECONDS must be a number of seconds")
         objects[source] = float(seconds)
     recorded = json.loads(BUILDS.read_text()) if BUILDS.exists() else {}
     recorded[args.kernel] = {"how": args.how, "objects": objects}
