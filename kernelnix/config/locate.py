@@ -135,8 +135,8 @@ class _ArrayScanner:
 
 def toml_lines(text: str) -> list[str]:
     """`text`'s lines as TOML counts them: only LF (or CRLF) ends a line, where
-    str.splitlines also breaks at characters TOML allows in keys and strings
-    (U+0085, U+2028, form feed...), which would shift every line after them."""
+    str.splitlines also breaks at characters TOML allows in keys, strings and
+    comments (U+0085, U+2028, U+2029), which would shift every line after them."""
     return [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")] if text else []
 
 
